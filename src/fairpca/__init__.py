@@ -1,0 +1,17 @@
+"""fairpca: fair principal component analysis with a scikit-learn API.
+
+Importing this package loads only numpy, scipy and scikit-learn; optional
+dependencies (cvxpy, dask, pandas, matplotlib, click, fairlearn) are imported
+by the functions that need them.
+"""
+
+from fairpca._base import FairPCABase
+from fairpca.moments import GroupMoments
+
+__version__ = "0.1.0.dev0"
+
+__all__ = [
+    "FairPCABase",
+    "GroupMoments",
+    "__version__",
+]

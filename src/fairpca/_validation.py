@@ -1,0 +1,239 @@
+"""Input checks shared by the estimators, the moments and the metrics.
+
+Every check raises a ``ValueError`` or ``TypeError`` that names the offending
+argument, before any heavy computation starts.
+"""
+
+import numbers
+
+import numpy as np
+from sklearn.utils import check_array
+
+__all__ = [
+    "check_data",
+    "check_n_components",
+    "check_sensitive_features",
+]
+
+
+def _non_numeric_columns(X):
+    """Names of the non-numeric columns of a pandas DataFrame ``X`` (else ``[]``)."""
+    if not type(X).__module__.startswith("pandas") or not hasattr(X, "columns"):
+        return []
+    from pandas.api.types import is_bool_dtype, is_numeric_dtype
+
+    return [
+        str(col)
+        for col, dtype in X.dtypes.items()
+        if not (is_numeric_dtype(dtype) or is_bool_dtype(dtype))
+    ]
+
+
+def raise_if_non_numeric(X, name="X"):
+    """Raise a ``TypeError`` naming the columns of ``X`` that are not numeric.
+
+    Parameters
+    ----------
+    X : array-like or DataFrame
+        Candidate data matrix.
+    name : str, default="X"
+        Argument name used in the message.
+    """
+    bad = _non_numeric_columns(X)
+    if bad:
+        shown = ", ".join(repr(c) for c in bad[:10])
+        more = "" if len(bad) <= 10 else f" and {len(bad) - 10} more"
+        raise TypeError(
+            f"{name} must be numeric, but column(s) {shown}{more} are not; "
+            "encode categorical columns (e.g. with OneHotEncoder) first."
+        )
+    dtype = getattr(X, "dtype", None)
+    if isinstance(dtype, np.dtype) and dtype.kind in "US":
+        raise TypeError(f"{name} must be numeric, got an array of strings (dtype {dtype}).")
+
+
+def _reraise_conversion_error(exc, name):
+    msg = str(exc)
+    if any(s in msg for s in ("could not convert", "bytes/strings")):
+        raise TypeError(f"{name} must contain only real numbers: {msg}") from exc
+    raise exc
+
+
+def check_data(X, name="X", *, min_samples=1):
+    """Validate a data matrix outside an estimator.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+        Numeric data; NaN and infinities are rejected.
+    name : str, default="X"
+        Argument name used in error messages.
+    min_samples : int, default=1
+        Minimum number of rows.
+
+    Returns
+    -------
+    X : ndarray of shape (n_samples, n_features), dtype float64
+    """
+    raise_if_non_numeric(X, name)
+    try:
+        return check_array(
+            X,
+            dtype=np.float64,
+            ensure_all_finite=True,
+            ensure_min_samples=min_samples,
+            input_name=name,
+        )
+    except (ValueError, TypeError) as exc:
+        _reraise_conversion_error(exc, name)
+
+
+def _label_kind(value):
+    if isinstance(value, (bool, np.bool_)):
+        return "bool"
+    if isinstance(value, numbers.Number):
+        return "number"
+    if isinstance(value, (str, bytes)):
+        return "string"
+    return type(value).__name__
+
+
+def check_sensitive_features(sensitive_features, n_samples, name="sensitive_features"):
+    """Validate group labels and encode them as integers.
+
+    Parameters
+    ----------
+    sensitive_features : array-like of shape (n_samples,) or (n_samples, 1)
+        One hashable label per row (numbers, strings or booleans; not a mix).
+    n_samples : int
+        Number of rows of the data the labels go with.
+    name : str, default="sensitive_features"
+        Argument name used in error messages.
+
+    Returns
+    -------
+    groups : ndarray of shape (n_groups,)
+        The sorted distinct labels.
+    codes : ndarray of shape (n_samples,), dtype intp
+        ``groups[codes]`` recovers the labels.
+
+    Raises
+    ------
+    ValueError
+        If the labels are missing, of the wrong length or shape, or contain
+        missing values.
+    TypeError
+        If the labels mix kinds (e.g. strings and numbers) or are unhashable.
+    """
+    if sensitive_features is None:
+        raise ValueError(f"{name} is required: pass one group label per row of X.")
+    if hasattr(sensitive_features, "to_numpy"):
+        labels = sensitive_features.to_numpy()
+    else:
+        try:
+            labels = np.asarray(sensitive_features)
+        except ValueError as exc:
+            raise ValueError(f"{name} could not be read as an array: {exc}") from exc
+    if labels.ndim == 2 and labels.shape[1] == 1:
+        labels = labels[:, 0]
+    if labels.ndim != 1:
+        raise ValueError(
+            f"{name} must be 1-D with one label per row, got shape {labels.shape}; "
+            "combine several attributes into one label first."
+        )
+    if labels.shape[0] != n_samples:
+        raise ValueError(
+            f"{name} has {labels.shape[0]} labels but X has {n_samples} rows; "
+            "they must have the same length."
+        )
+    if labels.shape[0] == 0:
+        raise ValueError(f"{name} is empty.")
+    if labels.dtype.kind == "f":
+        if not np.all(np.isfinite(labels)):
+            raise ValueError(f"{name} contains NaN or infinite labels.")
+    elif labels.dtype.kind == "c":
+        raise TypeError(f"{name} must not be complex numbers.")
+    elif labels.dtype.kind == "O":
+        kinds = set()
+        for value in labels:
+            if value is None or (isinstance(value, float) and np.isnan(value)):
+                raise ValueError(f"{name} contains missing labels (None or NaN).")
+            kinds.add(_label_kind(value))
+        if len(kinds) > 1:
+            raise TypeError(
+                f"{name} mixes label types ({', '.join(sorted(kinds))}); use labels of one type."
+            )
+        kind = kinds.pop()
+        if kind not in ("number", "string", "bool"):
+            raise TypeError(f"{name} labels must be numbers, strings or booleans, got {kind}.")
+        if kind == "number":
+            labels = labels.astype(np.float64)
+            if np.all(labels == np.round(labels)):
+                labels = labels.astype(np.int64)
+        else:
+            labels = labels.astype(str if kind == "string" else bool)
+    elif labels.dtype.kind not in "iubUS":
+        raise TypeError(f"{name} has unsupported dtype {labels.dtype}.")
+    groups, codes = np.unique(labels, return_inverse=True)
+    return groups, codes.astype(np.intp, copy=False)
+
+
+def check_n_components(n_components, n_features, name="n_components"):
+    """Check that ``1 <= n_components <= n_features`` and return it as ``int``.
+
+    Parameters
+    ----------
+    n_components : int
+        Requested target dimension.
+    n_features : int
+        Number of features of the data.
+    name : str, default="n_components"
+        Argument name used in error messages.
+
+    Returns
+    -------
+    n_components : int
+    """
+    if isinstance(n_components, (bool, np.bool_)) or not isinstance(n_components, numbers.Integral):
+        raise TypeError(
+            f"{name} must be an int, got {n_components!r} of type {type(n_components).__name__}."
+        )
+    if not 1 <= n_components <= n_features:
+        raise ValueError(f"{name}={n_components} must be between 1 and n_features={n_features}.")
+    return int(n_components)
+
+
+def _plain(label):
+    """A numpy scalar label as the Python value, so messages read ``'a'`` not ``np.str_('a')``."""
+    return label.item() if isinstance(label, np.generic) else label
+
+
+def check_group_sizes(groups, counts, min_size, name="sensitive_features"):
+    """Raise a ``ValueError`` naming every group with fewer than ``min_size`` rows.
+
+    Parameters
+    ----------
+    groups : ndarray of shape (n_groups,)
+        Group labels.
+    counts : ndarray of shape (n_groups,)
+        Rows per group.
+    min_size : int
+        Rows each group needs.
+    name : str, default="sensitive_features"
+        Argument name used in the message.
+    """
+    small = [(_plain(g), int(c)) for g, c in zip(groups, counts, strict=True) if c < min_size]
+    if small:
+        listed = ", ".join(f"{g!r} ({c} rows)" for g, c in small)
+        raise ValueError(
+            f"every group in {name} needs at least {min_size} rows; too small: {listed}."
+        )
+
+
+def check_n_groups(groups, min_groups=2, name="sensitive_features"):
+    """Raise a ``ValueError`` when fewer than ``min_groups`` distinct labels occur."""
+    if len(groups) < min_groups:
+        raise ValueError(
+            f"{name} must contain at least {min_groups} distinct groups, found "
+            f"{len(groups)} ({', '.join(repr(_plain(g)) for g in groups)})."
+        )

@@ -1,0 +1,245 @@
+import inspect
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+import sklearn
+from sklearn.decomposition import PCA
+from sklearn.exceptions import NotFittedError
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import make_scorer
+from sklearn.model_selection import GridSearchCV, cross_validate
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+import fairpca
+from fairpca._base import FairPCABase
+
+
+class GroupBalancedPCA(FairPCABase):
+    """Test-only method: top eigenvectors of the unweighted mean of group second moments."""
+
+    def __init__(self, n_components=1, extra_scaled=False):
+        self.n_components = n_components
+        self.extra_scaled = extra_scaled
+
+    def _fit_components(self, X, codes, moments, y):
+        GroupBalancedPCA.calls += 1
+        M = moments.second_moment().mean(axis=0)
+        _, vectors = np.linalg.eigh(M)
+        r = self.n_components + (1 if self.extra_scaled else 0)
+        components = vectors[:, ::-1][:, :r].T
+        scales = None
+        if self.extra_scaled:
+            scales = np.ones(r)
+            scales[-1] = 0.25
+        return components, scales
+
+    calls = 0
+
+
+def _public_estimators():
+    return [
+        obj
+        for name in fairpca.__all__
+        if inspect.isclass(obj := getattr(fairpca, name))
+        and issubclass(obj, FairPCABase)
+        and not inspect.isabstract(obj)
+    ]
+
+
+@parametrize_with_checks(
+    [GroupBalancedPCA()] + [cls(n_components=1) for cls in _public_estimators()]
+)
+def test_sklearn_compatible(estimator, check):
+    with warnings.catch_warnings():
+        warnings.filterwarnings(
+            "ignore", message=".*without sensitive_features", category=UserWarning
+        )
+        check(estimator)
+
+
+@pytest.fixture
+def grouped():
+    rng = np.random.default_rng(0)
+    n = 300
+    s = np.where(rng.random(n) < 0.7, "major", "minor")
+    X = rng.normal(size=(n, 5))
+    X[s == "major", 0] *= 4.0
+    X[s == "minor", 1] *= 3.0
+    X += np.arange(5.0)
+    return X, s
+
+
+def test_fit_attributes(grouped):
+    X, s = grouped
+    est = GroupBalancedPCA(n_components=2).fit(X, sensitive_features=s)
+    assert list(est.groups_) == ["major", "minor"]
+    assert list(est.group_counts_) == [np.sum(s == "major"), np.sum(s == "minor")]
+    np.testing.assert_allclose(est.mean_, X.mean(axis=0), rtol=1e-12)
+    np.testing.assert_allclose(est.components_ @ est.components_.T, np.eye(2), atol=1e-12)
+    Z = est.transform(X)
+    np.testing.assert_allclose(est.explained_variance_, Z.var(axis=0, ddof=1), rtol=1e-10)
+    assert np.all(np.diff(est.explained_variance_) <= 0)
+    total = X.var(axis=0, ddof=1).sum()
+    np.testing.assert_allclose(est.explained_variance_ratio_, est.explained_variance_ / total)
+    rows = np.arange(2)
+    assert np.all(est.components_[rows, np.abs(est.components_).argmax(axis=1)] > 0)
+
+
+def test_scaled_components_transform_round_trip(grouped):
+    X, s = grouped
+    est = GroupBalancedPCA(n_components=2, extra_scaled=True).fit(X, sensitive_features=s)
+    assert est.n_components_ == 3
+    P = est.components_.T @ np.diag(est.component_scales_) @ est.components_
+    expected = (X - est.mean_) @ P + est.mean_
+    np.testing.assert_allclose(est.inverse_transform(est.transform(X)), expected, atol=1e-10)
+    np.testing.assert_allclose(sorted(est.component_scales_), [0.25, 1, 1])
+
+
+def test_without_groups_is_pca_with_warning(grouped):
+    X, _ = grouped
+    with pytest.warns(UserWarning, match="without sensitive_features"):
+        est = GroupBalancedPCA(n_components=3).fit(X)
+    pca = PCA(n_components=3).fit(X)
+    np.testing.assert_allclose(est.components_, pca.components_, atol=1e-8)
+    np.testing.assert_allclose(est.explained_variance_, pca.explained_variance_, rtol=1e-8)
+    np.testing.assert_allclose(est.transform(X), pca.transform(X), atol=1e-8)
+    assert est.groups_ is None
+
+
+def test_invariant_to_row_order_and_labels(grouped):
+    X, s = grouped
+    ref = GroupBalancedPCA(n_components=2).fit(X, sensitive_features=s)
+    perm = np.random.default_rng(1).permutation(len(X))
+    relabelled = np.where(s == "major", 1, 0)[perm]
+    other = GroupBalancedPCA(n_components=2).fit(X[perm], sensitive_features=relabelled)
+    np.testing.assert_allclose(other.components_, ref.components_, atol=1e-10)
+
+
+def test_feature_names_and_pandas_output(grouped):
+    X, s = grouped
+    df = pd.DataFrame(X, columns=[f"f{i}" for i in range(5)])
+    est = GroupBalancedPCA(n_components=2).fit(df, sensitive_features=pd.Series(s))
+    assert list(est.feature_names_in_) == list(df.columns)
+    names = est.get_feature_names_out()
+    assert list(names) == ["groupbalancedpca0", "groupbalancedpca1"]
+    out = est.set_output(transform="pandas").transform(df)
+    assert isinstance(out, pd.DataFrame) and list(out.columns) == list(names)
+    with pytest.raises(ValueError, match="feature names"):
+        est.transform(df.rename(columns={"f0": "other"}))
+
+
+def test_metadata_routing_pipeline_and_cross_validate(grouped):
+    X, s = grouped
+    y = (X[:, 0] + X[:, 1] > 2).astype(int)
+    direct = GroupBalancedPCA(n_components=2).fit(
+        StandardScaler().fit_transform(X), sensitive_features=s
+    )
+
+    def accuracy_gap(y_true, y_pred, *, sensitive_features):
+        acc = [
+            np.mean(y_true[sensitive_features == g] == y_pred[sensitive_features == g])
+            for g in np.unique(sensitive_features)
+        ]
+        return max(acc) - min(acc)
+
+    with sklearn.config_context(enable_metadata_routing=True):
+        pipe = make_pipeline(
+            StandardScaler(),
+            GroupBalancedPCA(n_components=2).set_fit_request(sensitive_features=True),
+        )
+        pipe.fit(X, sensitive_features=s)
+        np.testing.assert_allclose(pipe[-1].components_, direct.components_, atol=1e-10)
+
+        model = make_pipeline(
+            GroupBalancedPCA(n_components=2).set_fit_request(sensitive_features=True),
+            LogisticRegression(),
+        )
+        scorer = make_scorer(accuracy_gap, greater_is_better=False).set_score_request(
+            sensitive_features=True
+        )
+        res = cross_validate(
+            model,
+            X,
+            y,
+            cv=3,
+            scoring=scorer,
+            params={"sensitive_features": s},
+            return_estimator=True,
+        )
+        assert np.all(np.isfinite(res["test_score"]))
+        for fitted in res["estimator"]:
+            # Each fold's fit saw groups: routing delivered the labels.
+            assert list(fitted[0].groups_) == ["major", "minor"]
+            assert fitted[0].group_counts_.sum() == 200
+
+        search = GridSearchCV(model, {"groupbalancedpca__n_components": [1, 2]}, cv=3)
+        search.fit(X, y, sensitive_features=s)
+        assert search.best_estimator_[0].groups_ is not None
+
+
+def test_legacy_pipeline_params(grouped):
+    X, s = grouped
+    pipe = make_pipeline(StandardScaler(), GroupBalancedPCA(n_components=2))
+    pipe.fit(X, groupbalancedpca__sensitive_features=s)
+    assert pipe[-1].groups_ is not None
+
+
+@pytest.mark.parametrize(
+    ("change", "error", "match"),
+    [
+        (lambda X, s: (np.where(X > 3, np.nan, X), s), ValueError, "NaN"),
+        (lambda X, s: (np.where(X > 3, np.inf, X), s), ValueError, "infinity"),
+        (lambda X, s: (X.astype(str), s), TypeError, "X must be numeric"),
+        (lambda X, s: (pd.DataFrame({"a": X[:, 0], "b": ["x"] * len(X)}), s), TypeError, "'b'"),
+        (lambda X, s: (X[:0], s[:0]), ValueError, "0 sample"),
+        (lambda X, s: (X, s[:-1]), ValueError, "sensitive_features has 299 labels"),
+        (lambda X, s: (X, np.full(len(X), "one")), ValueError, "at least 2 distinct groups"),
+        (
+            lambda X, s: (X, np.where(np.arange(len(X)) == 0, "tiny", s)),
+            ValueError,
+            "'tiny' \\(1 rows\\)",
+        ),
+        (lambda X, s: (X, np.array([1, "a"] * 150, dtype=object)), TypeError, "mixes label types"),
+        (lambda X, s: (X, np.where(np.arange(len(X)) < 5, np.nan, 1.0)), ValueError, "NaN"),
+        (lambda X, s: (X, np.stack([s, s], axis=1)), ValueError, "must be 1-D"),
+    ],
+)
+def test_bad_input_fails_before_solving(grouped, change, error, match):
+    X, s = change(*grouped)
+    GroupBalancedPCA.calls = 0
+    with pytest.raises(error, match=match):
+        GroupBalancedPCA(n_components=2).fit(X, sensitive_features=s)
+    assert GroupBalancedPCA.calls == 0
+
+
+@pytest.mark.parametrize(
+    ("n_components", "error", "match"),
+    [
+        (0, ValueError, "between 1 and n_features=5"),
+        (6, ValueError, "n_components=6"),
+        (2.5, TypeError, "must be an int"),
+        ("2", TypeError, "must be an int"),
+        (True, TypeError, "must be an int"),
+    ],
+)
+def test_bad_n_components(grouped, n_components, error, match):
+    X, s = grouped
+    with pytest.raises(error, match=match):
+        GroupBalancedPCA(n_components=n_components).fit(X, sensitive_features=s)
+
+
+def test_transform_errors(grouped):
+    X, s = grouped
+    with pytest.raises(NotFittedError):
+        GroupBalancedPCA().transform(X)
+    est = GroupBalancedPCA(n_components=2).fit(X, sensitive_features=s)
+    with pytest.raises(ValueError, match="5 features"):
+        est.transform(X[:, :4])
+    with pytest.raises(ValueError, match="n_components_=2"):
+        est.inverse_transform(np.zeros((3, 3)))
+    with pytest.raises(ValueError, match="y must be 1-D"):
+        GroupBalancedPCA(n_components=2).fit(X, y=np.zeros(3), sensitive_features=s)

@@ -1,0 +1,152 @@
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fairpca import GroupMoments
+
+
+def _direct(X, s):
+    """Reference numbers straight from numpy, one group at a time."""
+    out = {}
+    for g in np.unique(s):
+        rows = X[s == g]
+        mean = rows.mean(axis=0)
+        out[g] = (rows.shape[0], mean, (rows - mean).T @ (rows - mean))
+    return out
+
+
+def _assert_matches(moments, X, s, rtol=1e-10):
+    ref = _direct(X, s)
+    assert list(moments.groups) == list(ref)
+    for a, g in enumerate(moments.groups):
+        n, mean, scatter = ref[g]
+        assert moments.counts[a] == n
+        np.testing.assert_allclose(
+            moments.means[a], mean, rtol=rtol, atol=1e-12 * np.abs(mean).max()
+        )
+        np.testing.assert_allclose(
+            moments.scatters[a], scatter, rtol=rtol, atol=rtol * np.abs(scatter).max()
+        )
+
+
+@pytest.fixture
+def data():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(500, 6)) @ rng.normal(size=(6, 6)) + 3.0
+    s = rng.choice(["a", "b", "c"], size=500, p=[0.5, 0.3, 0.2])
+    return X, s
+
+
+def test_from_arrays_matches_numpy(data):
+    X, s = data
+    m = GroupMoments.from_arrays(X, s)
+    _assert_matches(m, X, s)
+    assert m.n_samples == 500 and m.n_features == 6 and m.n_groups == 3
+    np.testing.assert_allclose(m.proportions, [np.mean(s == g) for g in "abc"])
+    np.testing.assert_allclose(m.pooled_mean, X.mean(axis=0), rtol=1e-12)
+
+
+def test_covariance_and_second_moments(data):
+    X, s = data
+    m = GroupMoments.from_arrays(X, s)
+    np.testing.assert_allclose(m.covariance(), np.cov(X.T, bias=True), rtol=1e-10)
+    c = X.mean(axis=0)
+    for a, g in enumerate(m.groups):
+        rows = X[s == g]
+        n_a = rows.shape[0]
+        np.testing.assert_allclose(
+            m.second_moment("pooled")[a], (rows - c).T @ (rows - c) / n_a, rtol=1e-10
+        )
+        np.testing.assert_allclose(
+            m.second_moment("group")[a], np.cov(rows.T, bias=True), rtol=1e-10
+        )
+        np.testing.assert_allclose(m.second_moment(None)[a], rows.T @ rows / n_a, rtol=1e-10)
+        v = np.arange(6.0)
+        np.testing.assert_allclose(
+            m.second_moment(v)[a], (rows - v).T @ (rows - v) / n_a, rtol=1e-10
+        )
+
+
+def test_chunks_equal_one_pass(data):
+    X, s = data
+    bounds = [0, 7, 150, 151, 400, 500]
+    chunks = [(X[i:j], s[i:j]) for i, j in zip(bounds[:-1], bounds[1:], strict=True)]
+    _assert_matches(GroupMoments.from_chunks(chunks), X, s)
+
+
+def test_group_only_in_later_chunk():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(60, 3))
+    s = np.array([0] * 20 + [1] * 20 + [2] * 20)
+    m = GroupMoments.from_chunks([(X[:20], s[:20]), (X[20:40], s[20:40]), (X[40:], s[40:])])
+    _assert_matches(m, X, s)
+
+
+def test_large_offset_is_stable():
+    # Raw sums of squares lose every digit here; the pairwise update must not.
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(20_000, 3)) + 1e6
+    s = rng.integers(0, 2, size=20_000)
+    chunks = [(X[i : i + 997], s[i : i + 997]) for i in range(0, 20_000, 997)]
+    m = GroupMoments.from_chunks(chunks)
+    _assert_matches(m, X, s)
+    rows = X[s == 0]
+    naive = rows.T @ rows - rows.shape[0] * np.outer(rows.mean(0), rows.mean(0))
+    ref = _direct(X, s)[0][2]
+    assert np.abs(naive - ref).max() > 1e-3 * np.abs(ref).max()  # the naive formula fails
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.integers(1, 79), min_size=1, max_size=5, unique=True))
+def test_merge_is_independent_of_split_points(cuts):
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(80, 4)) * 10 + 50
+    s = rng.integers(0, 3, size=80)
+    bounds = [0, *sorted(cuts), 80]
+    chunks = [(X[i:j], s[i:j]) for i, j in zip(bounds[:-1], bounds[1:], strict=True)]
+    _assert_matches(GroupMoments.from_chunks(chunks), X, s)
+
+
+def test_merge_of_single_group_parts():
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(30, 2))
+    left = GroupMoments.from_arrays(X[:10], ["x"] * 10)
+    right = GroupMoments.from_arrays(X[10:], ["y"] * 20)
+    merged = left.merge(right)
+    _assert_matches(merged, X, np.array(["x"] * 10 + ["y"] * 20))
+
+
+def test_from_dask_matches_in_memory(data):
+    da = pytest.importorskip("dask.array")
+    X, s = data
+    Xd = da.from_array(X, chunks=(97, 3))
+    m_np_labels = GroupMoments.from_dask(Xd, s)
+    m_dask_labels = GroupMoments.from_dask(Xd, da.from_array(s, chunks=50))
+    for m in (m_np_labels, m_dask_labels):
+        _assert_matches(m, X, s)
+
+
+def test_bad_input(data):
+    X, s = data
+    with pytest.raises(ValueError, match="sensitive_features has 499 labels"):
+        GroupMoments.from_arrays(X, s[:-1])
+    with pytest.raises(ValueError, match="NaN"):
+        GroupMoments.from_arrays(np.where(X > 5, np.nan, X), s)
+    with pytest.raises(TypeError, match="X must"):
+        GroupMoments.from_arrays(np.array([["a", "b"], ["c", "d"]]), [0, 1])
+    with pytest.raises(ValueError, match="chunks is empty"):
+        GroupMoments.from_chunks([])
+    with pytest.raises(ValueError, match="chunk 1 has 5 columns"):
+        GroupMoments.from_chunks([(X[:10], s[:10]), (X[10:20, :5], s[10:20])])
+    with pytest.raises(TypeError, match="pairs"):
+        GroupMoments.from_chunks([X[:10]])
+    with pytest.raises(TypeError, match="label types"):
+        GroupMoments.from_arrays(X[:4], np.array([1, "a", 1, "a"], dtype=object))
+    m = GroupMoments.from_arrays(X, s)
+    with pytest.raises(ValueError, match="center"):
+        m.second_moment("middle")
+    with pytest.raises(ValueError, match="center must have shape"):
+        m.second_moment(np.zeros(2))
+    with pytest.raises(TypeError, match="different types"):
+        m.merge(GroupMoments.from_arrays(X[:10], np.arange(10) % 2))
