@@ -1,0 +1,537 @@
+"""Geometry of the Stiefel manifold and a Riemannian L-BFGS minimiser.
+
+The Stiefel manifold ``St(p, d) = {V in R^{p x d} : V^T V = I_d}`` carries the
+metric it inherits from ``R^{p x d}`` (the *embedded* metric,
+``<A, B> = trace(A^T B)``).  This module provides the few pieces of geometry the
+solvers need -- tangent projection, QR and polar retractions, uniformly
+distributed random points, a distance between the spanned subspaces -- and
+:func:`minimize_lbfgs`, a limited-memory Riemannian BFGS method with vector
+transport by projection and an Armijo back-tracking line search along the
+retraction (Absil, Mahony & Sepulchre, *Optimization Algorithms on Matrix
+Manifolds*, 2008, ch. 4 and 8; Huang, Gallivan & Absil, SIAM J. Optim. 25(3),
+2015).
+
+All computations are in ``float64``.  Points are ``(p, d)`` arrays with
+orthonormal columns, tangent vectors at ``V`` are ``(p, d)`` arrays ``xi`` with
+``V^T xi + xi^T V = 0``.
+"""
+
+import logging
+import numbers
+from dataclasses import dataclass
+
+import numpy as np
+from sklearn.utils import check_random_state
+
+__all__ = [
+    "StiefelResult",
+    "minimize_lbfgs",
+    "random_point",
+    "retract_polar",
+    "retract_qr",
+    "subspace_distance",
+    "tangent_projection",
+]
+
+logger = logging.getLogger(__name__)
+
+#: Largest entry of ``|V^T V - I|`` accepted for a starting point.
+ORTHONORMALITY_ATOL = 1e-8
+
+_EPS = np.finfo(np.float64).eps
+
+
+# ---------------------------------------------------------------------------
+# validation helpers
+# ---------------------------------------------------------------------------
+
+
+def _as_matrix(A, name):
+    """Return ``A`` as a finite 2-D float64 array or raise naming ``name``."""
+    A = np.asarray(A)
+    if A.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must be a real numeric array, got dtype {A.dtype}.")
+    A = A.astype(np.float64, copy=False)
+    if A.ndim != 2:
+        raise ValueError(f"{name} must be a 2-D array, got an array of shape {A.shape}.")
+    if not np.all(np.isfinite(A)):
+        raise ValueError(f"{name} contains NaN or infinite values.")
+    return A
+
+
+def _check_point(V, name, atol=ORTHONORMALITY_ATOL):
+    """Validate that ``V`` is a point of a Stiefel manifold."""
+    V = _as_matrix(V, name)
+    p, d = V.shape
+    if d < 1 or d > p:
+        raise ValueError(f"{name} must have shape (p, d) with 1 <= d <= p, got shape {V.shape}.")
+    err = np.max(np.abs(V.T @ V - np.eye(d)))
+    if err > atol:
+        raise ValueError(
+            f"{name} must have orthonormal columns (max |{name}^T {name} - I| <= {atol:g}), "
+            f"got {err:.3g}."
+        )
+    return V
+
+
+def _check_same_shape(V, xi, name_v, name_xi):
+    if xi.shape != V.shape:
+        raise ValueError(
+            f"{name_xi} must have the same shape as {name_v} {V.shape}, got {xi.shape}."
+        )
+
+
+def _check_int(value, name, minimum):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}.")
+    return int(value)
+
+
+# ---------------------------------------------------------------------------
+# geometry (unchecked kernels used in the inner loop, checked public wrappers)
+# ---------------------------------------------------------------------------
+
+
+def _inner(A, B):
+    return float(np.vdot(A, B))
+
+
+def _proj(V, G):
+    VtG = V.T @ G
+    return G - V @ (0.5 * (VtG + VtG.T))
+
+
+def _retract_qr(V, xi):
+    Q, R = np.linalg.qr(V + xi)
+    signs = np.sign(np.diag(R))
+    signs[signs == 0] = 1.0
+    return Q * signs
+
+
+def _retract_polar(V, xi):
+    U, _, Wt = np.linalg.svd(V + xi, full_matrices=False)
+    return U @ Wt
+
+
+_RETRACTIONS = {"qr": _retract_qr, "polar": _retract_polar}
+
+
+def tangent_projection(V, G):
+    """Orthogonal projection onto the tangent space of the Stiefel manifold.
+
+    With the embedded metric the projection of an ambient matrix ``G`` onto
+    ``T_V St = {xi : V^T xi + xi^T V = 0}`` is ``G - V sym(V^T G)``, where
+    ``sym(A) = (A + A^T) / 2``.  Applied to a Euclidean gradient it gives the
+    Riemannian gradient.
+
+    Parameters
+    ----------
+    V : array-like of shape (p, d)
+        Point of ``St(p, d)`` (orthonormal columns; not re-checked).
+    G : array-like of shape (p, d)
+        Ambient matrix, e.g. a Euclidean gradient.
+
+    Returns
+    -------
+    xi : ndarray of shape (p, d)
+        Tangent vector at ``V``.
+    """
+    V = _as_matrix(V, "V")
+    G = _as_matrix(G, "G")
+    _check_same_shape(V, G, "V", "G")
+    return _proj(V, G)
+
+
+def retract_qr(V, xi):
+    """QR retraction ``R_V(xi) = qf(V + xi)``.
+
+    ``qf`` is the Q factor of the thin QR decomposition normalised so that the
+    diagonal of R is positive; this makes the map unique, continuous and
+    deterministic (it does not depend on the sign convention of LAPACK).
+
+    Parameters
+    ----------
+    V : array-like of shape (p, d)
+        Point of ``St(p, d)``.
+    xi : array-like of shape (p, d)
+        Tangent vector at ``V``.
+
+    Returns
+    -------
+    W : ndarray of shape (p, d)
+        New point with orthonormal columns.
+    """
+    V = _as_matrix(V, "V")
+    xi = _as_matrix(xi, "xi")
+    _check_same_shape(V, xi, "V", "xi")
+    return _retract_qr(V, xi)
+
+
+def retract_polar(V, xi):
+    """Polar retraction ``R_V(xi) = (V + xi)(I + xi^T xi)^{-1/2}``.
+
+    Computed as the orthogonal polar factor ``U W^T`` of the thin SVD
+    ``V + xi = U S W^T``, which is numerically stable and equals the formula
+    above whenever ``xi`` is tangent at ``V`` (then
+    ``(V + xi)^T (V + xi) = I + xi^T xi``).  It is the point of ``St(p, d)``
+    closest to ``V + xi`` in Frobenius norm.
+
+    Parameters
+    ----------
+    V : array-like of shape (p, d)
+        Point of ``St(p, d)``.
+    xi : array-like of shape (p, d)
+        Tangent vector at ``V``.
+
+    Returns
+    -------
+    W : ndarray of shape (p, d)
+        New point with orthonormal columns.
+    """
+    V = _as_matrix(V, "V")
+    xi = _as_matrix(xi, "xi")
+    _check_same_shape(V, xi, "V", "xi")
+    return _retract_polar(V, xi)
+
+
+def random_point(n_features, n_components, random_state=None):
+    """Draw a point uniformly distributed on ``St(n_features, n_components)``.
+
+    The Q factor (with positive diagonal of R) of a matrix of independent
+    standard normal entries is Haar distributed.
+
+    Parameters
+    ----------
+    n_features : int
+        Number of rows ``p``.
+    n_components : int
+        Number of columns ``d``, ``1 <= d <= p``.
+    random_state : int, RandomState instance or None, default=None
+        Seed or generator, passed to :func:`sklearn.utils.check_random_state`
+        (as everywhere in scikit-learn, None means numpy's global RandomState
+        singleton; pass an int for reproducible output).
+
+    Returns
+    -------
+    V : ndarray of shape (n_features, n_components)
+        Matrix with orthonormal columns.
+    """
+    p = _check_int(n_features, "n_features", 1)
+    d = _check_int(n_components, "n_components", 1)
+    if d > p:
+        raise ValueError(f"n_components must be <= n_features={p}, got {d}.")
+    rng = check_random_state(random_state)
+    G = rng.standard_normal((p, d))
+    return _retract_qr(np.zeros((p, d)), G)
+
+
+def subspace_distance(V, W):
+    """Frobenius distance between the column spaces of ``V`` and ``W``.
+
+    Returns ``||V V^T - W W^T||_F``, computed without cancellation as
+    ``sqrt(||W - V V^T W||_F^2 + ||V - W W^T V||_F^2)``.  For subspaces of the
+    same dimension it equals ``sqrt(2) * ||sin(theta)||_2`` with ``theta`` the
+    principal angles, so it is 0 for equal subspaces and at most
+    ``sqrt(2 d)``.  It does not depend on the basis chosen for either subspace.
+
+    Parameters
+    ----------
+    V : array-like of shape (p, d1)
+        Matrix with orthonormal columns.
+    W : array-like of shape (p, d2)
+        Matrix with orthonormal columns.
+
+    Returns
+    -------
+    distance : float
+        ``||V V^T - W W^T||_F``.
+    """
+    V = _check_point(V, "V", atol=1e-6)
+    W = _check_point(W, "W", atol=1e-6)
+    if V.shape[0] != W.shape[0]:
+        raise ValueError(
+            f"V and W must have the same number of rows, got {V.shape[0]} and {W.shape[0]}."
+        )
+    r1 = W - V @ (V.T @ W)
+    r2 = V - W @ (W.T @ V)
+    return float(np.sqrt(np.sum(r1 * r1) + np.sum(r2 * r2)))
+
+
+# ---------------------------------------------------------------------------
+# Riemannian L-BFGS
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StiefelResult:
+    """Outcome of :func:`minimize_lbfgs`.
+
+    Attributes
+    ----------
+    point : ndarray of shape (p, d)
+        Final iterate (orthonormal columns).
+    cost : float
+        Cost at ``point``.
+    grad_norm : float
+        Frobenius norm of the Riemannian gradient at ``point``.
+    n_iter : int
+        Number of accepted steps.
+    converged : bool
+        True when ``grad_norm <= gtol``.
+    message : str
+        Why the iteration stopped.
+    n_evals : int
+        Number of calls to ``cost_and_grad``.
+    cost_history : ndarray of shape (n_iter + 1,)
+        Cost at the starting point and after every step.
+    grad_norm_history : ndarray of shape (n_iter + 1,)
+        Riemannian gradient norm at the starting point and after every step.
+    """
+
+    point: np.ndarray
+    cost: float
+    grad_norm: float
+    n_iter: int
+    converged: bool
+    message: str
+    n_evals: int
+    cost_history: np.ndarray
+    grad_norm_history: np.ndarray
+
+
+class _Objective:
+    """Wrap ``cost_and_grad``: check its output and count evaluations."""
+
+    def __init__(self, fun, shape):
+        self.fun = fun
+        self.shape = shape
+        self.n_evals = 0
+
+    def __call__(self, V, where):
+        self.n_evals += 1
+        cost, egrad = self.fun(V)
+        cost = np.asarray(cost, dtype=np.float64)
+        if cost.size != 1:
+            raise ValueError(
+                f"cost_and_grad must return a scalar cost, got shape {cost.shape} {where}."
+            )
+        cost = float(cost.reshape(()))
+        if not np.isfinite(cost):
+            raise ValueError(f"cost_and_grad returned a non-finite cost ({cost}) {where}.")
+        egrad = np.asarray(egrad, dtype=np.float64)
+        if egrad.shape != self.shape:
+            raise ValueError(
+                f"cost_and_grad must return a gradient of shape {self.shape}, "
+                f"got {egrad.shape} {where}."
+            )
+        if not np.all(np.isfinite(egrad)):
+            raise ValueError(f"cost_and_grad returned a non-finite gradient {where}.")
+        return cost, egrad
+
+
+def minimize_lbfgs(
+    cost_and_grad,
+    V0,
+    *,
+    memory=10,
+    max_iter=300,
+    gtol=1e-6,
+    retraction="qr",
+    armijo=1e-4,
+    max_backtracks=40,
+    callback=None,
+):
+    """Minimise a smooth function on ``St(p, d)`` with Riemannian L-BFGS.
+
+    At each iterate ``V`` the Riemannian gradient is the tangent projection of
+    the Euclidean gradient.  The search direction ``-H grad`` comes from the
+    L-BFGS two-loop recursion on the stored pairs ``(s_i, y_i)`` of tangent
+    vectors, with initial scaling ``gamma = s^T y / y^T y`` of the newest pair.
+    After a step all stored pairs are moved to the new tangent space by
+    orthogonal projection (vector transport by projection); a new pair is
+    ``s = P(t xi)``, ``y = grad_new - P(grad_old)`` and is skipped when
+    ``s^T y`` is not (numerically) positive.  If the direction is not a
+    descent direction the memory is cleared and the scaled negative gradient
+    is used.  The step ``t`` along ``R_V(t xi)`` is found by halving from
+    ``t = 1`` until the Armijo condition
+    ``f(R_V(t xi)) <= f(V) + armijo * t * <grad, xi> + 10 eps |f(V)|`` holds;
+    the last term only absorbs rounding in ``f`` near a minimiser.
+
+    Parameters
+    ----------
+    cost_and_grad : callable
+        ``cost_and_grad(V) -> (cost, euclidean_gradient)`` with ``V`` of shape
+        (p, d), ``cost`` a finite float and ``euclidean_gradient`` an array of
+        shape (p, d) (gradient of any smooth extension of the cost to
+        ``R^{p x d}``).
+    V0 : array-like of shape (p, d)
+        Starting point; its columns must be orthonormal within
+        ``ORTHONORMALITY_ATOL`` (1e-8, largest entry of ``|V0^T V0 - I|``).
+    memory : int, default=10
+        Number of curvature pairs kept; 0 gives steepest descent with the
+        Barzilai-Borwein initial step.
+    max_iter : int, default=300
+        Maximum number of steps.
+    gtol : float, default=1e-6
+        Stop when the Frobenius norm of the Riemannian gradient is ``<= gtol``.
+    retraction : {"qr", "polar"}, default="qr"
+        Retraction used for the steps, see :func:`retract_qr` and
+        :func:`retract_polar`.
+    armijo : float, default=1e-4
+        Sufficient-decrease constant of the Armijo condition, in (0, 1).
+    max_backtracks : int, default=40
+        Maximum number of step halvings per line search.  If the line search
+        fails along an L-BFGS direction it is retried once along the negative
+        gradient; if that fails too, the iteration stops unconverged.
+    callback : callable or None, default=None
+        Called after every step as ``callback(n_iter, V, cost, grad_norm)``;
+        if it returns True the iteration stops (unconverged unless the
+        gradient test holds).
+
+    Returns
+    -------
+    result : StiefelResult
+        Final point, cost, gradient norm, iteration count, convergence flag
+        and histories.  Reaching ``max_iter`` gives ``converged=False``; no
+        warning is emitted here, callers decide.
+
+    Raises
+    ------
+    ValueError
+        If ``V0`` is not a finite 2-D array with orthonormal columns, an option
+        is out of range or unknown, or ``cost_and_grad`` returns a non-finite
+        cost or gradient (or one of the wrong shape).
+    """
+    V = _check_point(V0, "V0")
+    memory = _check_int(memory, "memory", 0)
+    max_iter = _check_int(max_iter, "max_iter", 0)
+    max_backtracks = _check_int(max_backtracks, "max_backtracks", 1)
+    if not isinstance(gtol, numbers.Real) or not np.isfinite(gtol) or gtol < 0:
+        raise ValueError(f"gtol must be a finite number >= 0, got {gtol!r}.")
+    if not isinstance(armijo, numbers.Real) or not 0 < armijo < 1:
+        raise ValueError(f"armijo must be a number in (0, 1), got {armijo!r}.")
+    if not isinstance(retraction, str) or retraction not in _RETRACTIONS:
+        options = ", ".join(repr(k) for k in _RETRACTIONS)
+        raise ValueError(f"retraction must be one of {options}; got {retraction!r}.")
+    if callback is not None and not callable(callback):
+        raise ValueError(f"callback must be callable or None, got {callback!r}.")
+    retract = _RETRACTIONS[retraction]
+    objective = _Objective(cost_and_grad, V.shape)
+
+    V = V.copy()
+    cost, egrad = objective(V, "at V0")
+    grad = _proj(V, egrad)
+    grad_norm = np.sqrt(_inner(grad, grad))
+    costs, grad_norms = [cost], [grad_norm]
+    pairs = []  # (s, y, rho) tangent at the current iterate, oldest first
+    gamma = None  # initial inverse-Hessian scaling from the newest pair
+    n_iter = 0
+    message = "max_iter reached"
+
+    while True:
+        if grad_norm <= gtol:
+            message = "gradient norm <= gtol"
+            break
+        if n_iter >= max_iter:
+            break
+
+        direction, slope = _lbfgs_direction(grad, pairs, gamma, grad_norm)
+        step = None
+        if direction is None:
+            logger.debug("iteration %d: not a descent direction, memory reset", n_iter)
+        else:
+            step = _armijo_search(
+                objective, retract, V, cost, direction, slope, armijo, max_backtracks, n_iter
+            )
+        if step is None and pairs:
+            # The L-BFGS direction is unusable: forget the pairs, retry along -grad.
+            logger.debug("iteration %d: L-BFGS step rejected, memory reset", n_iter)
+            pairs.clear()
+            direction, slope = _lbfgs_direction(grad, pairs, gamma, grad_norm)
+            step = _armijo_search(
+                objective, retract, V, cost, direction, slope, armijo, max_backtracks, n_iter
+            )
+        if step is None:
+            message = "line search failed"
+            logger.debug("iteration %d: line search failed, stopping", n_iter)
+            break
+        t, V_new, cost_new, egrad_new = step
+
+        grad_new = _proj(V_new, egrad_new)
+        s = _proj(V_new, t * direction)
+        y = grad_new - _proj(V_new, grad)
+        transported = []
+        for s_i, y_i, _ in pairs:
+            s_i, y_i = _proj(V_new, s_i), _proj(V_new, y_i)
+            sy = _inner(s_i, y_i)
+            if sy > 0:
+                transported.append((s_i, y_i, 1.0 / sy))
+        pairs = transported
+        sy, yy = _inner(s, y), _inner(y, y)
+        if sy > 1e-10 * np.sqrt(_inner(s, s) * yy):
+            gamma = sy / yy
+            if memory > 0:
+                pairs.append((s, y, 1.0 / sy))
+                if len(pairs) > memory:
+                    pairs.pop(0)
+        else:
+            logger.debug("iteration %d: curvature pair skipped (s^T y = %.3g)", n_iter, sy)
+
+        V, cost, grad = V_new, cost_new, grad_new
+        grad_norm = np.sqrt(_inner(grad, grad))
+        n_iter += 1
+        costs.append(cost)
+        grad_norms.append(grad_norm)
+        if callback is not None and callback(n_iter, V, cost, grad_norm) is True:
+            message = "stopped by callback"
+            if grad_norm <= gtol:
+                message = "gradient norm <= gtol"
+            break
+
+    return StiefelResult(
+        point=V,
+        cost=cost,
+        grad_norm=float(grad_norm),
+        n_iter=n_iter,
+        converged=bool(grad_norm <= gtol),
+        message=message,
+        n_evals=objective.n_evals,
+        cost_history=np.asarray(costs),
+        grad_norm_history=np.asarray(grad_norms),
+    )
+
+
+def _lbfgs_direction(grad, pairs, gamma, grad_norm):
+    """Two-loop recursion; return ``(direction, slope)`` or ``(None, None)``."""
+    if not pairs:
+        scale = gamma if gamma is not None else 1.0 / grad_norm
+        return -scale * grad, -scale * grad_norm**2
+    q = grad.copy()
+    alphas = []
+    for s, y, rho in reversed(pairs):
+        alpha = rho * _inner(s, q)
+        q -= alpha * y
+        alphas.append(alpha)
+    r = gamma * q
+    for (s, y, rho), alpha in zip(pairs, reversed(alphas), strict=True):
+        beta = rho * _inner(y, r)
+        r += (alpha - beta) * s
+    direction = -r
+    slope = _inner(grad, direction)
+    norm = np.sqrt(_inner(direction, direction))
+    if not np.isfinite(slope) or slope >= -1e-10 * grad_norm * norm:
+        return None, None
+    return direction, slope
+
+
+def _armijo_search(objective, retract, V, cost, direction, slope, c, max_backtracks, it):
+    """Back-track from ``t = 1``; return ``(t, V_new, cost_new, egrad_new)`` or None."""
+    slack = 10.0 * _EPS * abs(cost)
+    t = 1.0
+    for _ in range(max_backtracks + 1):
+        V_new = retract(V, t * direction)
+        cost_new, egrad_new = objective(V_new, f"in the line search of iteration {it}")
+        if cost_new <= cost + c * t * slope + slack:
+            return t, V_new, cost_new, egrad_new
+        t *= 0.5
+    return None
