@@ -1,0 +1,285 @@
+"""The ``fairpca`` command line.
+
+``fairpca compare`` fits every available method on a training split of a data
+set (the built-in synthetic one, or a user's CSV), evaluates every metric of
+:mod:`fairpca.metrics` on the held-out split, prints the table and, with
+``--output``, writes it as CSV and Markdown with plots. Requires the ``cli``
+extra (click, pandas, matplotlib).
+"""
+
+import inspect
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+
+try:
+    import click
+except ImportError as exc:  # pragma: no cover - depends on environment
+    raise ImportError('the fairpca command line needs click: pip install "fairpca[cli]"') from exc
+
+__all__ = ["compare_methods", "main"]
+
+#: Fewest rows each group must have for a train/test comparison to mean anything.
+MIN_GROUP_ROWS = 10
+
+
+def _fair_estimators():
+    """Public fair-PCA estimator classes of the package, in ``__all__`` order."""
+    import fairpca
+    from fairpca._base import FairPCABase
+
+    return [
+        obj
+        for name in fairpca.__all__
+        if inspect.isclass(obj := getattr(fairpca, name))
+        and issubclass(obj, FairPCABase)
+        and not inspect.isabstract(obj)
+    ]
+
+
+def _methods(n_components, random_state):
+    """Every method to compare, with default hyper-parameters, keyed by display name."""
+    from sklearn.decomposition import PCA
+
+    methods = {"PCA": PCA(n_components=n_components, random_state=random_state)}
+    for cls in _fair_estimators():
+        params = cls().get_params()
+        kwargs = {"n_components": n_components}
+        if "random_state" in params:
+            kwargs["random_state"] = random_state
+        methods[cls.__name__] = cls(**kwargs)
+    return methods
+
+
+def compare_methods(
+    X, sensitive_features, y=None, *, n_components=2, test_size=0.3, random_state=0
+):
+    """Fit every method on a training split and evaluate all metrics on the rest.
+
+    The split is stratified by group; features are standardised with the
+    training mean and standard deviation (the papers' protocol).
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+        Numeric features.
+    sensitive_features : ndarray of shape (n_samples,)
+        Group labels; every group needs at least ``MIN_GROUP_ROWS`` rows.
+    y : ndarray of shape (n_samples,), default=None
+        Binary target; enables the downstream classifier metrics.
+    n_components : int, default=2
+        Target dimension of every method.
+    test_size : float, default=0.3
+        Share of rows held out for evaluation.
+    random_state : int, default=0
+        Seed of the split and of every randomised method.
+
+    Returns
+    -------
+    table : pandas.DataFrame
+        One row per fitted method (see :func:`fairpca.metrics.report`).
+    unavailable : dict
+        Method name → reason it could not run (a missing optional dependency).
+    """
+    from sklearn.model_selection import train_test_split
+    from sklearn.preprocessing import StandardScaler
+
+    from fairpca._validation import (
+        check_data,
+        check_group_sizes,
+        check_n_components,
+        check_n_groups,
+        check_sensitive_features,
+    )
+    from fairpca.metrics import report
+
+    X = check_data(X, "X")
+    groups, codes = check_sensitive_features(sensitive_features, X.shape[0])
+    check_n_groups(groups)
+    check_group_sizes(groups, np.bincount(codes), MIN_GROUP_ROWS)
+    check_n_components(n_components, X.shape[1])
+    s = groups[codes]
+    arrays = [X, s] if y is None else [X, s, np.asarray(y)]
+    split = train_test_split(
+        *arrays, test_size=test_size, stratify=codes, random_state=random_state
+    )
+    X_train, X_test, s_train, s_test = split[:4]
+    y_train, y_test = (split[4], split[5]) if y is not None else (None, None)
+    scaler = StandardScaler().fit(X_train)
+    X_train, X_test = scaler.transform(X_train), scaler.transform(X_test)
+
+    fitted, unavailable = {}, {}
+    for name, est in _methods(n_components, random_state).items():
+        try:
+            if name == "PCA":
+                est.fit(X_train)
+            else:
+                est.fit(X_train, y_train, sensitive_features=s_train)
+        except ImportError as exc:
+            unavailable[name] = str(exc)
+            continue
+        fitted[name] = est
+    table = report(X_test, s_test, fitted, y=y_test, random_state=random_state)
+    return table, unavailable
+
+
+def _read_csv(path, sensitive, target):
+    import pandas as pd
+
+    try:
+        frame = pd.read_csv(path)
+    except (pd.errors.ParserError, UnicodeDecodeError, pd.errors.EmptyDataError) as exc:
+        raise click.UsageError(f"could not read {path} as CSV: {exc}") from exc
+    for option, column in (("--sensitive", sensitive), ("--target", target)):
+        if column is not None and column not in frame.columns:
+            raise click.UsageError(
+                f"{option} column {column!r} is not in {path.name}; its columns are: "
+                + ", ".join(map(str, frame.columns))
+            )
+    if frame[sensitive].isna().any():
+        raise click.UsageError(f"--sensitive column {sensitive!r} has missing values.")
+    y = None
+    if target is not None:
+        values = frame[target]
+        if values.isna().any():
+            raise click.UsageError(f"--target column {target!r} has missing values.")
+        levels = np.unique(values.to_numpy())
+        if len(levels) != 2:
+            raise click.UsageError(
+                f"--target column {target!r} must have exactly two values, found {len(levels)}."
+            )
+        y = (values.to_numpy() == levels[1]).astype(int)
+        click.echo(f"target: {target!r} == {levels[1]!r} is the positive class", err=True)
+    features = frame.drop(columns=[c for c in (sensitive, target) if c is not None])
+    if features.shape[1] == 0:
+        raise click.UsageError(f"{path.name} has no feature columns besides the named ones.")
+    non_numeric = [
+        str(c) for c in features.columns if not pd.api.types.is_numeric_dtype(features[c])
+    ]
+    if non_numeric:
+        raise click.UsageError(
+            "non-numeric feature column(s): "
+            + ", ".join(non_numeric)
+            + "; encode them as numbers (e.g. one-hot) or drop them."
+        )
+    missing = [str(c) for c in features.columns if features[c].isna().any()]
+    if missing:
+        raise click.UsageError("feature column(s) with missing values: " + ", ".join(missing))
+    return features.to_numpy(dtype=float), frame[sensitive].to_numpy(), y
+
+
+def _markdown(table, floatfmt=".4g"):
+    """A pandas DataFrame as a GitHub Markdown table (no extra dependency)."""
+
+    def cell(value):
+        if isinstance(value, float | np.floating):
+            return "nan" if math.isnan(value) else format(value, floatfmt)
+        return str(value)
+
+    header = ["method", *map(str, table.columns)]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for name, row in table.iterrows():
+        lines.append("| " + " | ".join([str(name), *map(cell, row.to_list())]) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _write_outputs(table, output, fairness_columns):
+    from fairpca.plotting import plot_group_errors, plot_tradeoff
+
+    output.mkdir(parents=True, exist_ok=True)
+    table.to_csv(output / "comparison.csv", index_label="method")
+    (output / "comparison.md").write_text(_markdown(table))
+    written = ["comparison.csv", "comparison.md"]
+    for filename, fig in (
+        ("tradeoff.png", plot_tradeoff(table, fairness_columns)),
+        ("group_errors.png", plot_group_errors(table)),
+    ):
+        fig.savefig(output / filename, dpi=120)
+        fig.clf()
+        written.append(filename)
+    return written
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="fairpca")
+def cli():
+    """Fair principal component analysis: compare methods and audit projections."""
+
+
+@cli.command()
+@click.option(
+    "--data",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="CSV file with a header row; default: the built-in synthetic data set.",
+)
+@click.option("--sensitive", help="Column of --data holding the protected group.")
+@click.option("--target", help="Binary column of --data for the downstream classifier metrics.")
+@click.option(
+    "--n-components",
+    "-d",
+    type=click.IntRange(min=1),
+    default=2,
+    show_default=True,
+    help="Target dimension.",
+)
+@click.option(
+    "--test-size",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=0.3,
+    show_default=True,
+    help="Share of rows held out for evaluation.",
+)
+@click.option("--random-state", type=int, default=0, show_default=True, help="Seed.")
+@click.option(
+    "--output",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Directory for comparison.csv, comparison.md and PNG plots (created if needed).",
+)
+def compare(data, sensitive, target, n_components, test_size, random_state, output):
+    """Fit every method and print a table of quality and fairness metrics.
+
+    Without --data the built-in synthetic set is used (1000 rows, 10 features,
+    two groups of 70 % and 30 %, a binary target). Features are standardised on
+    the training split; metrics are computed on the held-out split.
+    """
+    if data is None:
+        if sensitive is not None or target is not None:
+            raise click.UsageError("--sensitive and --target need --data.")
+        from fairpca.datasets import make_gaussian_groups
+
+        X, s, y = make_gaussian_groups(random_state=random_state, return_target=True)
+        source = "built-in synthetic data (make_gaussian_groups)"
+    else:
+        if sensitive is None:
+            raise click.UsageError("--data needs --sensitive COLUMN naming the protected group.")
+        X, s, y = _read_csv(data, sensitive, target)
+        source = str(data)
+    try:
+        table, unavailable = compare_methods(
+            X, s, y, n_components=n_components, test_size=test_size, random_state=random_state
+        )
+    except (ValueError, TypeError) as exc:
+        raise click.UsageError(str(exc)) from exc
+    import pandas as pd
+
+    click.echo(f"data: {source}; {X.shape[0]} rows, {X.shape[1]} features; d = {n_components}")
+    scalar = [c for c in table.columns if "[" not in c]
+    with pd.option_context("display.width", 200, "display.max_columns", None):
+        click.echo(table[scalar].T.to_string(float_format=lambda v: f"{v:.4g}"))
+    for name, reason in unavailable.items():
+        click.echo(f"{name}: not available ({reason})", err=True)
+    if output is not None:
+        fairness = [c for c in ("reconstruction_error_gap", "mmd2") if c in table.columns]
+        written = _write_outputs(table, output, fairness)
+        click.echo(f"wrote {', '.join(written)} to {output}")
+
+
+def main(argv=None):
+    """Entry point of the ``fairpca`` console script."""
+    return cli.main(args=argv, prog_name="fairpca")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

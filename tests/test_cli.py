@@ -1,0 +1,149 @@
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+from sklearn.decomposition import PCA
+from sklearn.model_selection import train_test_split
+from sklearn.preprocessing import StandardScaler
+
+from fairpca.cli import cli, compare_methods
+from fairpca.datasets import make_gaussian_groups
+from fairpca.metrics import group_reconstruction_error
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _readme_main_command():
+    text = (ROOT / "README.md").read_text()
+    lines = [line for line in text.splitlines() if "fairpca compare" in line and "&&" in line]
+    assert lines, "README.md shows no install-and-run command for fairpca compare"
+    return lines[0].split("&&", 1)[1].strip()
+
+
+def test_readme_main_job_runs():
+    command = shlex.split(_readme_main_command())
+    assert command[:3] == ["python", "-m", "fairpca"]
+    result = subprocess.run(
+        [sys.executable, *command[1:]], capture_output=True, text=True, timeout=600, cwd=ROOT
+    )
+    assert result.returncode == 0, result.stderr
+    assert "explained_variance_ratio" in result.stdout
+    assert re.search(r"^method\s+PCA", result.stdout, flags=re.MULTILINE)
+
+
+def test_compare_numbers_are_the_metrics_of_the_split():
+    X, s, y = make_gaussian_groups(random_state=0, return_target=True)
+    table, unavailable = compare_methods(X, s, y, n_components=2, random_state=0)
+    assert unavailable == {}
+    # Recompute PCA's row independently from the same split.
+    X_tr, X_te, s_tr, s_te = train_test_split(X, s, test_size=0.3, stratify=s, random_state=0)
+    scaler = StandardScaler().fit(X_tr)
+    pca = PCA(n_components=2).fit(scaler.transform(X_tr))
+    Xt = scaler.transform(X_te)
+    residual = Xt - pca.inverse_transform(pca.transform(Xt))
+    expected = {g: np.mean(np.sum(residual[s_te == g] ** 2, axis=1)) for g in np.unique(s_te)}
+    for g, value in expected.items():
+        assert table.loc["PCA", f"reconstruction_error[{g}]"] == pytest.approx(value, rel=1e-10)
+    assert group_reconstruction_error(Xt, s_te, pca) == pytest.approx(expected, rel=1e-10)
+    assert table.loc["PCA", "reconstruction_error_gap"] == pytest.approx(
+        abs(expected[0] - expected[1]), rel=1e-10
+    )
+
+
+@pytest.fixture
+def csv_file(tmp_path):
+    X, s, y = make_gaussian_groups(n_samples=300, n_features=5, random_state=1, return_target=True)
+    frame = pd.DataFrame(X, columns=[f"x{i}" for i in range(5)])
+    frame["sex"] = np.where(s == 0, "male", "female")
+    frame["label"] = np.where(y == 1, "yes", "no")
+    path = tmp_path / "data.csv"
+    frame.to_csv(path, index=False)
+    return path, frame
+
+
+def test_compare_user_csv_writes_outputs(csv_file, tmp_path):
+    path, _ = csv_file
+    out = tmp_path / "report"
+    result = CliRunner().invoke(
+        cli,
+        [
+            "compare",
+            "--data",
+            str(path),
+            "--sensitive",
+            "sex",
+            "--target",
+            "label",
+            "-d",
+            "2",
+            "--output",
+            str(out),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in out.iterdir()) == [
+        "comparison.csv",
+        "comparison.md",
+        "group_errors.png",
+        "tradeoff.png",
+    ]
+    table = pd.read_csv(out / "comparison.csv", index_col="method")
+    assert "PCA" in table.index
+    assert {"reconstruction_error[female]", "reconstruction_error[male]"} <= set(table.columns)
+    md = (out / "comparison.md").read_text()
+    assert md.startswith("| method |") and "| PCA |" in md
+    for png in ("group_errors.png", "tradeoff.png"):
+        assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # Nothing was written beside the input file.
+    assert sorted(p.name for p in path.parent.iterdir()) == ["data.csv", "report"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--data", "missing.csv", "--sensitive", "sex"], "does not exist"),
+        (["--sensitive", "sex"], "need --data"),
+        (["--data", "{csv}"], "--data needs --sensitive"),
+        (["--data", "{csv}", "--sensitive", "gender"], "'gender' is not in data.csv"),
+        (["--data", "{csv}", "--sensitive", "sex", "--target", "x0"], "exactly two values"),
+        (["--data", "{csv}", "--sensitive", "sex"], "non-numeric feature column\\(s\\): label"),
+        (
+            ["--data", "{csv}", "--sensitive", "sex", "--target", "label", "-d", "9"],
+            "n_components=9",
+        ),
+        (["--data", "{csv}", "--sensitive", "sex", "-d", "0"], "0 is not in the range"),
+        (
+            ["--data", "{bad}", "--sensitive", "sex", "--target", "label"],
+            "non-numeric feature column\\(s\\): colour",
+        ),
+        (["--data", "{small}", "--sensitive", "sex", "--target", "label"], "at least 10 rows"),
+        (
+            ["--data", "{one}", "--sensitive", "sex", "--target", "label"],
+            "at least 2 distinct groups",
+        ),
+    ],
+)
+def test_compare_errors(csv_file, tmp_path, args, message):
+    path, frame = csv_file
+    bad = frame.assign(colour="red")
+    bad.to_csv(tmp_path / "bad.csv", index=False)
+    small = pd.concat([frame[frame.sex == "male"], frame[frame.sex == "female"].iloc[:4]])
+    small.to_csv(tmp_path / "small.csv", index=False)
+    frame.assign(sex="male").to_csv(tmp_path / "one.csv", index=False)
+    files = {
+        "csv": path,
+        "bad": tmp_path / "bad.csv",
+        "small": tmp_path / "small.csv",
+        "one": tmp_path / "one.csv",
+    }
+    args = [a.format(**files) for a in args]
+    result = CliRunner().invoke(cli, ["compare", *args])
+    assert result.exit_code != 0
+    assert re.search(message, result.output), result.output
+    assert "Traceback" not in result.output

@@ -1,0 +1,34 @@
+import subprocess
+import sys
+
+import fairpca
+
+OPTIONAL = ("cvxpy", "dask", "distributed", "matplotlib", "click", "fairlearn", "pandas")
+
+
+def test_core_imports_without_any_optional_dependency():
+    # Block every optional package: the core modules must still import.
+    code = (
+        "import sys\n"
+        f"for m in {OPTIONAL!r}:\n"
+        "    sys.modules[m] = None\n"
+        "import fairpca, fairpca.metrics, fairpca.moments, fairpca.stiefel, fairpca.datasets\n"
+        "print(sorted(fairpca.__all__))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+
+
+def test_import_loads_no_optional_dependency():
+    # scikit-learn itself imports pandas when it is installed, so pandas is not checked here.
+    code = (
+        "import sys, fairpca, fairpca.metrics, fairpca.datasets\n"
+        f"print([m for m in {OPTIONAL[:-1]!r} if m in sys.modules])\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_public_names_exist():
+    for name in fairpca.__all__:
+        assert hasattr(fairpca, name), name
