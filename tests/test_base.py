@@ -243,3 +243,19 @@ def test_transform_errors(grouped):
         est.inverse_transform(np.zeros((3, 3)))
     with pytest.raises(ValueError, match="y must be 1-D"):
         GroupBalancedPCA(n_components=2).fit(X, y=np.zeros(3), sensitive_features=s)
+
+
+def test_metrics_read_fitted_estimators(grouped):
+    from fairpca.metrics import explained_variance_ratio, group_reconstruction_error
+
+    X, s = grouped
+    est = GroupBalancedPCA(n_components=2, extra_scaled=True).fit(X, sensitive_features=s)
+    residual = X - est.inverse_transform(est.transform(X))
+    errors = group_reconstruction_error(X, s, est)
+    for g in ("major", "minor"):
+        assert errors[g] == pytest.approx(np.mean(np.sum(residual[s == g] ** 2, axis=1)), rel=1e-10)
+    Xc = X - est.mean_
+    P = est.components_.T @ np.diag(est.component_scales_) @ est.components_
+    assert explained_variance_ratio(X, est) == pytest.approx(
+        np.trace(Xc.T @ Xc @ P) / np.trace(Xc.T @ Xc), rel=1e-10
+    )

@@ -32,3 +32,14 @@ def test_import_loads_no_optional_dependency():
 def test_public_names_exist():
     for name in fairpca.__all__:
         assert hasattr(fairpca, name), name
+
+
+def test_readme_python_examples_run():
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.DOTALL)
+    assert blocks
+    for block in blocks:
+        exec(compile(block, "README.md", "exec"), {})
