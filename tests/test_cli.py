@@ -12,6 +12,7 @@ from sklearn.decomposition import PCA
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
+from fairpca._base import FairPCABase
 from fairpca.cli import cli, compare_methods
 from fairpca.datasets import make_gaussian_groups
 from fairpca.metrics import group_reconstruction_error
@@ -147,3 +148,39 @@ def test_compare_errors(csv_file, tmp_path, args, message):
     assert result.exit_code != 0
     assert re.search(message, result.output), result.output
     assert "Traceback" not in result.output
+
+
+class _BalancedPCA(FairPCABase):
+    """Test-only fair method: top eigenvectors of the mean group second moment."""
+
+    def __init__(self, n_components=2, random_state=None):
+        self.n_components = n_components
+        self.random_state = random_state
+
+    def _fit_components(self, X, codes, moments, y):
+        _, vectors = np.linalg.eigh(moments.second_moment().mean(axis=0))
+        return vectors[:, ::-1][:, : self.n_components].T, None
+
+
+class _NeedsExtra(_BalancedPCA):
+    def _fit_components(self, X, codes, moments, y):
+        raise ImportError('needs cvxpy: pip install "fairpca[sdp]"')
+
+
+def test_compare_fits_every_fair_estimator(monkeypatch):
+    monkeypatch.setattr("fairpca.cli._fair_estimators", lambda: [_BalancedPCA, _NeedsExtra])
+    X, s, y = make_gaussian_groups(n_samples=400, random_state=2, return_target=True)
+    table, unavailable = compare_methods(X, s, y, n_components=2, random_state=0)
+    assert list(table.index) == ["PCA", "_BalancedPCA"]
+    assert unavailable == {"_NeedsExtra": 'needs cvxpy: pip install "fairpca[sdp]"'}
+    # The fair row is the metric of an estimator fitted with the groups of the training split.
+    X_tr, X_te, s_tr, s_te = train_test_split(X, s, test_size=0.3, stratify=s, random_state=0)
+    scaler = StandardScaler().fit(X_tr)
+    est = _BalancedPCA(n_components=2).fit(scaler.transform(X_tr), sensitive_features=s_tr)
+    expected = group_reconstruction_error(scaler.transform(X_te), s_te, est)
+    for g, value in expected.items():
+        assert table.loc["_BalancedPCA", f"reconstruction_error[{g}]"] == pytest.approx(value)
+
+    result = CliRunner().invoke(cli, ["compare"])
+    assert result.exit_code == 0, result.output
+    assert "_NeedsExtra: not available (needs cvxpy" in result.output

@@ -150,3 +150,14 @@ def test_bad_input(data):
         m.second_moment(np.zeros(2))
     with pytest.raises(TypeError, match="different types"):
         m.merge(GroupMoments.from_arrays(X[:10], np.arange(10) % 2))
+
+
+def test_from_dask_bad_input(data):
+    da = pytest.importorskip("dask.array")
+    X, s = data
+    with pytest.raises(ValueError, match="sensitive_features has shape \\(499,\\)"):
+        GroupMoments.from_dask(da.from_array(X, chunks=100), s[:-1])
+    with pytest.raises(ValueError, match="X must be 2-D"):
+        GroupMoments.from_dask(da.from_array(X[:, 0], chunks=100), s)
+    with pytest.raises(ValueError, match="NaN"):
+        GroupMoments.from_dask(da.from_array(np.where(X > 5, np.nan, X), chunks=100), s)

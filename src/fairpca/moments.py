@@ -149,7 +149,7 @@ class GroupMoments:
             raise ValueError(f"X must be 2-D, got {X.ndim} dimension(s).")
         X = X.rechunk({1: -1})
         if not isinstance(sensitive_features, da.Array):
-            sensitive_features = da.from_array(np.asarray(sensitive_features), chunks=X.chunks[0])
+            sensitive_features = da.from_array(np.asarray(sensitive_features))
         if sensitive_features.ndim != 1 or sensitive_features.shape[0] != X.shape[0]:
             raise ValueError(
                 f"sensitive_features has shape {sensitive_features.shape} but X has "
