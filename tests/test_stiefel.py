@@ -185,7 +185,7 @@ def test_random_point_rejects_bad_sizes():
         random_point(3, 4)
     with pytest.raises(ValueError, match="n_features"):
         random_point(0, 1)
-    with pytest.raises(ValueError, match="n_components"):
+    with pytest.raises(TypeError, match="n_components"):
         random_point(3, 1.5)
 
 
@@ -434,16 +434,16 @@ def test_lbfgs_input_validation(eigen_problem):
         minimize_lbfgs(fun, np.eye(3, 4))
     with pytest.raises(ValueError, match="retraction must be one of 'qr', 'polar'"):
         minimize_lbfgs(fun, V0, retraction="cayley")
-    for kwargs, name in [
-        ({"memory": -1}, "memory"),
-        ({"max_iter": 1.5}, "max_iter"),
-        ({"max_backtracks": 0}, "max_backtracks"),
-        ({"gtol": -1.0}, "gtol"),
-        ({"gtol": np.nan}, "gtol"),
-        ({"armijo": 1.0}, "armijo"),
-        ({"callback": 3}, "callback"),
+    for kwargs, error, name in [
+        ({"memory": -1}, ValueError, "memory"),
+        ({"max_iter": 1.5}, TypeError, "max_iter"),
+        ({"max_backtracks": 0}, ValueError, "max_backtracks"),
+        ({"gtol": -1.0}, ValueError, "gtol"),
+        ({"gtol": np.nan}, ValueError, "gtol"),
+        ({"armijo": 1.0}, ValueError, "armijo"),
+        ({"callback": 3}, ValueError, "callback"),
     ]:
-        with pytest.raises(ValueError, match=name):
+        with pytest.raises(error, match=name):
             minimize_lbfgs(fun, V0, **kwargs)
     # a point orthonormal within the tolerance is accepted
     assert minimize_lbfgs(fun, V0 + 1e-10, max_iter=1).n_iter == 1

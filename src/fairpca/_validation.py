@@ -7,10 +7,11 @@ argument, before any heavy computation starts.
 import numbers
 
 import numpy as np
-from sklearn.utils import check_array
+from sklearn.utils import check_array, check_scalar
 
 __all__ = [
     "check_data",
+    "check_number",
     "check_n_components",
     "check_sensitive_features",
 ]
@@ -176,6 +177,46 @@ def check_sensitive_features(sensitive_features, n_samples, name="sensitive_feat
         raise TypeError(f"{name} has unsupported dtype {labels.dtype}.")
     groups, codes = np.unique(labels, return_inverse=True)
     return groups, codes.astype(np.intp, copy=False)
+
+
+def check_number(
+    value, name, kind=numbers.Integral, *, minimum=None, maximum=None, include_boundaries="both"
+):
+    """Validate a scalar argument with :func:`sklearn.utils.check_scalar`.
+
+    Unlike ``check_scalar`` alone, booleans are rejected (``True`` is not a
+    count) and real numbers must be finite.
+
+    Parameters
+    ----------
+    value : object
+        The argument.
+    name : str
+        Its name, used in error messages.
+    kind : {numbers.Integral, numbers.Real}, default=numbers.Integral
+        Accepted type.
+    minimum, maximum : float, default=None
+        Bounds; ``None`` means unbounded.
+    include_boundaries : {"both", "left", "right", "neither"}, default="both"
+        Whether the bounds themselves are allowed.
+
+    Returns
+    -------
+    value : int or float
+    """
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(
+            f"{name} must be {'an int' if kind is numbers.Integral else 'a number'}, "
+            f"got the bool {value!r}."
+        )
+    check_scalar(
+        value, name, kind, min_val=minimum, max_val=maximum, include_boundaries=include_boundaries
+    )
+    if kind is numbers.Integral:
+        return int(value)
+    if not np.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value!r}.")
+    return float(value)
 
 
 def check_n_components(n_components, n_features, name="n_components"):

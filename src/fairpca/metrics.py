@@ -46,8 +46,10 @@ from sklearn.utils.validation import check_is_fitted
 
 from fairpca._validation import (
     check_data,
+    check_group_sizes,
     check_n_components,
     check_n_groups,
+    check_number,
     check_sensitive_features,
 )
 
@@ -550,19 +552,9 @@ def communality(projection):
 
 
 def _check_bandwidth(bandwidth):
-    if isinstance(bandwidth, (bool, np.bool_)) or not isinstance(bandwidth, numbers.Real):
-        raise TypeError(f"bandwidth must be a positive number, got {bandwidth!r}.")
-    if not (np.isfinite(bandwidth) and bandwidth > 0):
-        raise ValueError(f"bandwidth must be positive and finite, got {bandwidth!r}.")
-    return float(bandwidth)
-
-
-def _check_positive_int(value, name, minimum=1):
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an int, got {value!r}.")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}.")
-    return int(value)
+    return check_number(
+        bandwidth, "bandwidth", numbers.Real, minimum=0, include_boundaries="neither"
+    )
 
 
 def _top_pca_loadings(X, n_components):
@@ -605,7 +597,7 @@ def mmd_bandwidth(X, n_components, *, max_samples=2000, random_state=None):
 
     X = _validate_X(X, min_samples=2)
     d = check_n_components(n_components, X.shape[1])
-    max_samples = _check_positive_int(max_samples, "max_samples", minimum=2)
+    max_samples = check_number(max_samples, "max_samples", minimum=2)
     V = _top_pca_loadings(X, d)
     rows = X
     if X.shape[0] > max_samples:
@@ -679,7 +671,7 @@ def _mmd2_exact(Za, Zb, bandwidth, block_size=1024):
     """
     Za, Zb = _check_samples(Za, Zb)
     gamma = 0.5 / _check_bandwidth(bandwidth) ** 2
-    block_size = _check_positive_int(block_size, "block_size")
+    block_size = check_number(block_size, "block_size", minimum=1)
     na, nb = Za.shape[0], Zb.shape[0]
     value = (
         _kernel_sum(Za, Za, gamma, block_size) / na**2
@@ -738,7 +730,7 @@ def _mmd2_rff(Za, Zb, bandwidth, n_random_features=1024, random_state=None, *, r
     """
     Za, Zb = _check_samples(Za, Zb)
     bandwidth = _check_bandwidth(bandwidth)
-    D = _check_positive_int(n_random_features, "n_random_features")
+    D = check_number(n_random_features, "n_random_features", minimum=1)
     omega, offset = _rff_parameters(Za.shape[1], bandwidth, D, random_state)
     mean_a = _rff_features(Za, omega, offset).mean(axis=0)
     diff = mean_a - _rff_features(Zb, omega, offset).mean(axis=0)
@@ -809,14 +801,14 @@ def mmd2(
     X = _validate_X(X)
     groups, codes = _validate_groups(sensitive_features, X.shape[0])
     components, scales, mean, d = _resolve_projection(projection, X)
-    block_size = _check_positive_int(block_size, "block_size")
+    block_size = check_number(block_size, "block_size", minimum=1)
     if bandwidth is None:
         bandwidth = mmd_bandwidth(X, d, random_state=random_state)
     bandwidth = _check_bandwidth(bandwidth)
     Z = _project(X, components, scales, mean)
     parts = [Z[codes == a] for a in range(len(groups))]
     if method == "rff":
-        D = _check_positive_int(n_random_features, "n_random_features")
+        D = check_number(n_random_features, "n_random_features", minimum=1)
         omega, offset = _rff_parameters(Z.shape[1], bandwidth, D, random_state)
         embeddings = [_rff_features(part, omega, offset).mean(axis=0) for part in parts]
         return float(max(np.sum((ea - eb) ** 2) for ea, eb in combinations(embeddings, 2)))
@@ -846,6 +838,28 @@ def _make_cv(cv, random_state):
         n_splits = cv.get_n_splits() if hasattr(cv, "get_n_splits") else None
         return cv, n_splits
     raise TypeError(f"cv must be an int >= 2 or a cross-validation splitter, got {cv!r}.")
+
+
+def _classifier(classifier, builtin, method):
+    """A fresh classifier: a named built-in, or a clone of an estimator with ``method``.
+
+    ``builtin`` maps names to zero-argument factories.
+    """
+    from sklearn.base import clone
+
+    names = " or ".join(repr(name) for name in builtin)
+    if isinstance(classifier, str):
+        if classifier not in builtin:
+            raise ValueError(
+                f"classifier must be {names} or a classifier instance, got {classifier!r}."
+            )
+        return builtin[classifier]()
+    if hasattr(classifier, "fit") and hasattr(classifier, method):
+        return clone(classifier)
+    raise TypeError(
+        f"classifier must be {names} or an estimator with fit and {method}, "
+        f"got {type(classifier).__name__}."
+    )
 
 
 def group_separability(
@@ -900,38 +914,20 @@ def group_separability(
     from sklearn.model_selection import cross_val_predict
     from sklearn.svm import LinearSVC
 
-    if isinstance(classifier, str):
-        if classifier == "logistic":
-            model = LogisticRegression(max_iter=1000)
-        elif classifier == "linear_svm":
-            model = LinearSVC(random_state=random_state)
-        else:
-            raise ValueError(
-                f"classifier must be 'logistic', 'linear_svm' or a classifier instance, "
-                f"got {classifier!r}."
-            )
-    elif hasattr(classifier, "fit") and hasattr(classifier, "decision_function"):
-        model = clone(classifier)
-    else:
-        raise TypeError(
-            "classifier must be 'logistic', 'linear_svm' or an estimator with fit and "
-            f"decision_function, got {type(classifier).__name__}."
-        )
+    model = _classifier(
+        classifier,
+        {
+            "logistic": lambda: LogisticRegression(max_iter=1000),
+            "linear_svm": lambda: LinearSVC(random_state=random_state),
+        },
+        "decision_function",
+    )
     X = _validate_X(X)
     groups, codes = _validate_groups(sensitive_features, X.shape[0])
     components, scales, mean, _ = _resolve_projection(projection, X)
     splitter, n_splits = _make_cv(cv, random_state)
-    counts = np.bincount(codes, minlength=len(groups))
-    if n_splits is not None and np.any(counts < n_splits):
-        small = ", ".join(
-            f"{g!r} ({c} rows)"
-            for g, c in zip(_labels(groups), counts, strict=True)
-            if c < n_splits
-        )
-        raise ValueError(
-            f"sensitive_features: every group needs at least cv={n_splits} rows for "
-            f"cross-validation; too small: {small}."
-        )
+    if n_splits is not None:
+        check_group_sizes(groups, np.bincount(codes, minlength=len(groups)), n_splits)
     Z = _project(X, components, scales, mean)
     best = 0.0
     for a, b in combinations(range(len(groups)), 2):
@@ -1028,27 +1024,17 @@ def downstream_fairness(
         Keys ``"accuracy"``, ``"demographic_parity_difference"``,
         ``"equal_opportunity_difference"``, ``"equalized_odds_difference"``.
     """
-    from sklearn.base import clone
     from sklearn.model_selection import cross_val_predict
     from sklearn.svm import SVC, LinearSVC
 
-    if isinstance(classifier, str):
-        if classifier == "rbf_svm":
-            model = SVC(kernel="rbf")
-        elif classifier == "linear_svm":
-            model = LinearSVC(random_state=random_state)
-        else:
-            raise ValueError(
-                f"classifier must be 'rbf_svm', 'linear_svm' or a classifier instance, "
-                f"got {classifier!r}."
-            )
-    elif hasattr(classifier, "fit") and hasattr(classifier, "predict"):
-        model = clone(classifier)
-    else:
-        raise TypeError(
-            "classifier must be 'rbf_svm', 'linear_svm' or an estimator with fit and "
-            f"predict, got {type(classifier).__name__}."
-        )
+    model = _classifier(
+        classifier,
+        {
+            "rbf_svm": lambda: SVC(kernel="rbf"),
+            "linear_svm": lambda: LinearSVC(random_state=random_state),
+        },
+        "predict",
+    )
     X = _validate_X(X)
     groups, codes = _validate_groups(sensitive_features, X.shape[0])
     y01 = _check_binary_y(y, X.shape[0], pos_label)

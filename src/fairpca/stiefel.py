@@ -23,6 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.utils import check_random_state
 
+from fairpca._validation import check_number
+
 __all__ = [
     "StiefelResult",
     "minimize_lbfgs",
@@ -79,12 +81,6 @@ def _check_same_shape(V, xi, name_v, name_xi):
         raise ValueError(
             f"{name_xi} must have the same shape as {name_v} {V.shape}, got {xi.shape}."
         )
-
-
-def _check_int(value, name, minimum):
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}.")
-    return int(value)
 
 
 # ---------------------------------------------------------------------------
@@ -216,8 +212,8 @@ def random_point(n_features, n_components, random_state=None):
     V : ndarray of shape (n_features, n_components)
         Matrix with orthonormal columns.
     """
-    p = _check_int(n_features, "n_features", 1)
-    d = _check_int(n_components, "n_components", 1)
+    p = check_number(n_features, "n_features", minimum=1)
+    d = check_number(n_components, "n_components", minimum=1)
     if d > p:
         raise ValueError(f"n_components must be <= n_features={p}, got {d}.")
     rng = check_random_state(random_state)
@@ -403,9 +399,9 @@ def minimize_lbfgs(
         cost or gradient (or one of the wrong shape).
     """
     V = _check_point(V0, "V0")
-    memory = _check_int(memory, "memory", 0)
-    max_iter = _check_int(max_iter, "max_iter", 0)
-    max_backtracks = _check_int(max_backtracks, "max_backtracks", 1)
+    memory = check_number(memory, "memory", minimum=0)
+    max_iter = check_number(max_iter, "max_iter", minimum=0)
+    max_backtracks = check_number(max_backtracks, "max_backtracks", minimum=1)
     if not isinstance(gtol, numbers.Real) or not np.isfinite(gtol) or gtol < 0:
         raise ValueError(f"gtol must be a finite number >= 0, got {gtol!r}.")
     if not isinstance(armijo, numbers.Real) or not 0 < armijo < 1:

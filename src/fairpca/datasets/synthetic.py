@@ -25,6 +25,8 @@ from scipy.signal import lfilter
 from scipy.special import expit
 from sklearn.utils import check_random_state
 
+from fairpca._validation import check_number
+
 __all__ = [
     "make_gaussian_groups",
     "make_mmd_synthetic1",
@@ -36,26 +38,6 @@ __all__ = [
 # --------------------------------------------------------------------------
 # argument checks
 # --------------------------------------------------------------------------
-
-
-def _check_int(value, name, *, minimum):
-    """Return ``value`` as a Python int, or raise naming ``name``."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}.")
-    value = int(value)
-    if value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value}.")
-    return value
-
-
-def _check_real(value, name, *, minimum):
-    """Return ``value`` as a finite Python float >= ``minimum``, or raise naming ``name``."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}.")
-    value = float(value)
-    if not np.isfinite(value) or value < minimum:
-        raise ValueError(f"{name} must be a finite number >= {minimum}, got {value}.")
-    return value
 
 
 def _check_bool(value, name):
@@ -136,7 +118,7 @@ def make_mmd_synthetic1(n_per_group=150, random_state=None):
     >>> X.shape, s.shape
     ((300, 3), (300,))
     """
-    n = _check_int(n_per_group, "n_per_group", minimum=2)
+    n = check_number(n_per_group, "n_per_group", minimum=2)
     rng = _check_random_state(random_state)
     noise_sd = np.sqrt(0.1)
 
@@ -294,8 +276,8 @@ def make_mmd_synthetic2(n_features=20, n_per_group=240, random_state=None, *, re
     >>> X.shape
     (480, 30)
     """
-    p = _check_int(n_features, "n_features", minimum=1)
-    n = _check_int(n_per_group, "n_per_group", minimum=2)
+    p = check_number(n_features, "n_features", minimum=1)
+    n = check_number(n_per_group, "n_per_group", minimum=2)
     return_params = _check_bool(return_params, "return_params")
     rng = _check_random_state(random_state)
 
@@ -385,7 +367,7 @@ def make_robust_toy(n_per_group=(200, 100), random_state=None):
     ((300, 2), 100)
     """
     if isinstance(n_per_group, numbers.Integral) and not isinstance(n_per_group, bool):
-        counts = [_check_int(n_per_group, "n_per_group", minimum=2)] * 2
+        counts = [check_number(n_per_group, "n_per_group", minimum=2)] * 2
     else:
         try:
             items = list(n_per_group)
@@ -398,7 +380,7 @@ def make_robust_toy(n_per_group=(200, 100), random_state=None):
             raise ValueError(
                 f"n_per_group must be an int or a pair of ints, got {len(items)} values."
             )
-        counts = [_check_int(c, "n_per_group", minimum=2) for c in items]
+        counts = [check_number(c, "n_per_group", minimum=2) for c in items]
     rng = _check_random_state(random_state)
 
     parts = []
@@ -524,10 +506,10 @@ def make_gaussian_groups(
     >>> X.shape, [int((s == a).sum()) for a in (0, 1)]
     ((1000, 10), [700, 300])
     """
-    n_samples = _check_int(n_samples, "n_samples", minimum=1)
-    p = _check_int(n_features, "n_features", minimum=2)
-    k = _check_int(n_groups, "n_groups", minimum=2)
-    mean_shift = _check_real(mean_shift, "mean_shift", minimum=0.0)
+    n_samples = check_number(n_samples, "n_samples", minimum=1)
+    p = check_number(n_features, "n_features", minimum=2)
+    k = check_number(n_groups, "n_groups", minimum=2)
+    mean_shift = check_number(mean_shift, "mean_shift", numbers.Real, minimum=0.0)
     return_target = _check_bool(return_target, "return_target")
 
     if group_weights is None:
