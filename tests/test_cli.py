@@ -168,7 +168,7 @@ class _NeedsExtra(_BalancedPCA):
 
 
 def test_compare_fits_every_fair_estimator(monkeypatch):
-    monkeypatch.setattr("fairpca.cli._fair_estimators", lambda: [_BalancedPCA, _NeedsExtra])
+    monkeypatch.setattr("fairpca._base.public_estimators", lambda: [_BalancedPCA, _NeedsExtra])
     X, s, y = make_gaussian_groups(n_samples=400, random_state=2, return_target=True)
     table, unavailable = compare_methods(X, s, y, n_components=2, random_state=0)
     assert list(table.index) == ["PCA", "_BalancedPCA"]

@@ -7,6 +7,7 @@ components, and the scikit-learn transformer plumbing (``transform``,
 ``sensitive_features``). A method only implements :meth:`FairPCABase._fit_components`.
 """
 
+import inspect
 import warnings
 from abc import ABCMeta, abstractmethod
 
@@ -25,7 +26,7 @@ from fairpca._validation import (
 )
 from fairpca.moments import GroupMoments
 
-__all__ = ["FairPCABase"]
+__all__ = ["FairPCABase", "public_estimators"]
 
 
 def _top_eigenvectors(matrix, n_components):
@@ -248,3 +249,22 @@ class FairPCABase(
         tags = super().__sklearn_tags__()
         tags.transformer_tags.preserves_dtype = ["float64"]
         return tags
+
+
+def public_estimators():
+    """The concrete fair-PCA estimator classes exported by :mod:`fairpca`.
+
+    Returns
+    -------
+    classes : list of type
+        In the order of ``fairpca.__all__``.
+    """
+    import fairpca
+
+    return [
+        obj
+        for name in fairpca.__all__
+        if inspect.isclass(obj := getattr(fairpca, name))
+        and issubclass(obj, FairPCABase)
+        and not inspect.isabstract(obj)
+    ]

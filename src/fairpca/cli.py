@@ -7,7 +7,6 @@ set (the built-in synthetic one, or a user's CSV), evaluates every metric of
 extra (click, pandas, matplotlib).
 """
 
-import inspect
 import math
 import sys
 from pathlib import Path
@@ -25,26 +24,14 @@ __all__ = ["compare_methods", "main"]
 MIN_GROUP_ROWS = 10
 
 
-def _fair_estimators():
-    """Public fair-PCA estimator classes of the package, in ``__all__`` order."""
-    import fairpca
-    from fairpca._base import FairPCABase
-
-    return [
-        obj
-        for name in fairpca.__all__
-        if inspect.isclass(obj := getattr(fairpca, name))
-        and issubclass(obj, FairPCABase)
-        and not inspect.isabstract(obj)
-    ]
-
-
 def _methods(n_components, random_state):
     """Every method to compare, with default hyper-parameters, keyed by display name."""
     from sklearn.decomposition import PCA
 
+    from fairpca._base import public_estimators
+
     methods = {"PCA": PCA(n_components=n_components, random_state=random_state)}
-    for cls in _fair_estimators():
+    for cls in public_estimators():
         params = cls().get_params()
         kwargs = {"n_components": n_components}
         if "random_state" in params:
