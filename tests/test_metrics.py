@@ -529,6 +529,12 @@ def test_report_columns_and_values(data3):
     assert row["reconstruction_error[b]"] == pytest.approx(
         M.group_reconstruction_error(X, s, pca3)["b"], rel=1e-12
     )
+    disp = M.disparity_error(X, s, pca3)
+    assert row["disparity_error[b]"] == pytest.approx(disp["b"], rel=1e-12)
+    assert row["mean_disparity_error"] == pytest.approx(np.mean(list(disp.values())), rel=1e-12)
+    assert row["max_abs_pairwise_disparity_error"] == pytest.approx(
+        max(abs(v) for v in M.pairwise_disparity_error(X, s, pca3).values()), rel=1e-12
+    )
     assert row["group_separability"] == pytest.approx(
         M.group_separability(X, s, pca3, random_state=SEED)
     )
