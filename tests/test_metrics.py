@@ -337,9 +337,9 @@ def test_mmd2_exact_matches_brute_force(data2):
         assert M.mmd2(X, s, pca, bandwidth=sigma, block_size=block) == pytest.approx(
             expected, rel=1e-10
         )
-        assert M._mmd2_exact(Z[s == 0], Z[s == 1], sigma, block) == pytest.approx(
-            expected, rel=1e-10
-        )
+        assert M._max_pairwise_mmd2(
+            [Z[s == 0], Z[s == 1]], sigma, block_size=block
+        ) == pytest.approx(expected, rel=1e-10)
     # default bandwidth = median heuristic at the projection's d
     bw = M.mmd_bandwidth(X, 2)
     assert M.mmd2(X, s, pca) == pytest.approx(brute_mmd2(Z[s == 0], Z[s == 1], bw), rel=1e-10)
@@ -363,16 +363,12 @@ def test_mmd2_k_groups_is_max_over_pairs():
 def test_mmd2_rff_approximates_exact(data2):
     X, s = data2
     pca = PCA(2).fit(X)
-    Z = pca.transform(X)
     bw = M.mmd_bandwidth(X, 2)
     exact = M.mmd2(X, s, pca, bandwidth=bw)
     assert exact > 0.02  # the groups differ, so a relative tolerance is meaningful
     approx = M.mmd2(X, s, pca, bandwidth=bw, method="rff", n_random_features=2**16, random_state=1)
     # unbiased, standard error O(1/sqrt(D)): at D = 65536 within 3 % here
     assert approx == pytest.approx(exact, rel=0.03)
-    value, stderr = M._mmd2_rff(Z[s == 0], Z[s == 1], bw, 2**16, random_state=1, return_stderr=True)
-    assert value == pytest.approx(approx, rel=1e-12)
-    assert abs(value - exact) <= 5 * stderr
     # deterministic given the seed
     assert M.mmd2(X, s, pca, bandwidth=bw, method="rff", random_state=4) == M.mmd2(
         X, s, pca, bandwidth=bw, method="rff", random_state=4
@@ -395,11 +391,12 @@ def test_mmd2_zero_for_identical_groups(data2):
     sigma=st.floats(0.1, 10),
 )
 def test_mmd2_nonnegative_and_zero_on_permutation(Za, Zb, sigma):
-    value = M._mmd2_exact(Za, Zb, sigma, block_size=5)
+    value = M._max_pairwise_mmd2([Za, Zb], sigma, block_size=5)
     assert value >= 0
     assert value == pytest.approx(max(brute_mmd2(Za, Zb, sigma), 0.0), abs=1e-10)
-    assert M._mmd2_exact(Za, Za[::-1], sigma) == pytest.approx(0.0, abs=1e-12)
-    assert M._mmd2_rff(Za, Zb, sigma, 64, random_state=0) >= 0
+    assert M._max_pairwise_mmd2([Za, Za[::-1]], sigma) == pytest.approx(0.0, abs=1e-12)
+    rff = M._max_pairwise_mmd2([Za, Zb], sigma, method="rff", n_random_features=64, random_state=0)
+    assert rff >= 0
 
 
 # ----------------------------------------------------------------------------
@@ -529,6 +526,14 @@ def test_report_columns_and_values(data3):
     assert row["reconstruction_error[b]"] == pytest.approx(
         M.group_reconstruction_error(X, s, pca3)["b"], rel=1e-12
     )
+    assert row["reconstruction_error"] == pytest.approx(M.reconstruction_error(X, pca3), rel=1e-12)
+    assert row["reconstruction_error_gap"] == pytest.approx(
+        M.reconstruction_error_gap(X, s, pca3), rel=1e-12
+    )
+    # pca2 shares pca3's centre but not its d: its losses must use d = 2.
+    assert table.loc["pca2", "max_marginal_loss"] == pytest.approx(
+        max(M.marginal_loss(X, s, pca2).values()), rel=1e-12
+    )
     disp = M.disparity_error(X, s, pca3)
     assert row["disparity_error[b]"] == pytest.approx(disp["b"], rel=1e-12)
     assert row["mean_disparity_error"] == pytest.approx(np.mean(list(disp.values())), rel=1e-12)
@@ -609,7 +614,6 @@ def _bad_cases(X, s, pca):
         (lambda: M.mmd2(X, s, pca, method="rff", n_random_features=0), ValueError, "n_random"),
         (lambda: M.mmd_bandwidth(X, 0), ValueError, "n_components"),
         (lambda: M.mmd_bandwidth(np.ones((10, 3)), 1), ValueError, "bandwidth explicitly"),
-        (lambda: M._mmd2_exact(np.ones((3, 2)), np.ones((3, 3)), 1.0), ValueError, "Za and Zb"),
         (lambda: M.downstream_fairness(X, s * 0 + np.arange(len(s)) % 3, s, pca), ValueError, "y"),
         (lambda: M.downstream_fairness(X, s[:-1], s, pca), ValueError, "y"),
         (lambda: M.downstream_fairness(X, s, s, pca), ValueError, "only one class"),

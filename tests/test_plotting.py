@@ -55,3 +55,13 @@ def test_group_error_plot(table):
     assert heights == sorted([1.0, 1.2, 2.0, 3.0, 1.5, 2.1])
     with pytest.raises(ValueError, match="no per-group columns"):
         plot_group_errors(table[["mmd2"]])
+
+
+def test_plots_leave_pyplot_state_alone(table):
+    import matplotlib
+    import matplotlib.pyplot as plt
+
+    backend = matplotlib.get_backend()
+    plot_tradeoff(table, ["mmd2"])
+    plot_group_errors(table)
+    assert plt.get_fignums() == [] and matplotlib.get_backend() == backend

@@ -18,9 +18,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from fairpca._validation import (
     _reraise_conversion_error,
-    check_group_sizes,
     check_n_components,
-    check_n_groups,
     check_sensitive_features,
     raise_if_non_numeric,
 )
@@ -157,10 +155,10 @@ class FairPCABase(
             components, scales = _top_eigenvectors(Xc.T @ Xc, d), None
             self.groups_ = self.group_counts_ = None
         else:
-            groups, codes = check_sensitive_features(sensitive_features, n_samples)
-            check_n_groups(groups)
-            counts = np.bincount(codes, minlength=len(groups))
-            check_group_sizes(groups, counts, self._min_group_size)
+            groups, codes = check_sensitive_features(
+                sensitive_features, n_samples, min_groups=2, min_group_size=self._min_group_size
+            )
+            counts = np.bincount(codes)
             if y is not None:
                 y = check_array(y, ensure_2d=False, dtype=None, input_name="y")
                 if y.ndim != 1 or y.shape[0] != n_samples:

@@ -99,7 +99,9 @@ def _label_kind(value):
     return type(value).__name__
 
 
-def check_sensitive_features(sensitive_features, n_samples, name="sensitive_features"):
+def check_sensitive_features(
+    sensitive_features, n_samples, name="sensitive_features", *, min_groups=1, min_group_size=1
+):
     """Validate group labels and encode them as integers.
 
     Parameters
@@ -110,6 +112,10 @@ def check_sensitive_features(sensitive_features, n_samples, name="sensitive_feat
         Number of rows of the data the labels go with.
     name : str, default="sensitive_features"
         Argument name used in error messages.
+    min_groups : int, default=1
+        Fewest distinct labels accepted.
+    min_group_size : int, default=1
+        Fewest rows each group must have.
 
     Returns
     -------
@@ -121,8 +127,8 @@ def check_sensitive_features(sensitive_features, n_samples, name="sensitive_feat
     Raises
     ------
     ValueError
-        If the labels are missing, of the wrong length or shape, or contain
-        missing values.
+        If the labels are missing, of the wrong length or shape, contain
+        missing values, or form too few or too small groups.
     TypeError
         If the labels mix kinds (e.g. strings and numbers) or are unhashable.
     """
@@ -176,6 +182,9 @@ def check_sensitive_features(sensitive_features, n_samples, name="sensitive_feat
     elif labels.dtype.kind not in "iubUS":
         raise TypeError(f"{name} has unsupported dtype {labels.dtype}.")
     groups, codes = np.unique(labels, return_inverse=True)
+    _check_n_groups(groups, min_groups, name)
+    if min_group_size > 1:
+        _check_group_sizes(groups, np.bincount(codes), min_group_size, name)
     return groups, codes.astype(np.intp, copy=False)
 
 
@@ -249,7 +258,7 @@ def _plain(label):
     return label.item() if isinstance(label, np.generic) else label
 
 
-def check_group_sizes(groups, counts, min_size, name="sensitive_features"):
+def _check_group_sizes(groups, counts, min_size, name="sensitive_features"):
     """Raise a ``ValueError`` naming every group with fewer than ``min_size`` rows.
 
     Parameters
@@ -271,7 +280,7 @@ def check_group_sizes(groups, counts, min_size, name="sensitive_features"):
         )
 
 
-def check_n_groups(groups, min_groups=2, name="sensitive_features"):
+def _check_n_groups(groups, min_groups=2, name="sensitive_features"):
     """Raise a ``ValueError`` when fewer than ``min_groups`` distinct labels occur."""
     if len(groups) < min_groups:
         raise ValueError(

@@ -75,17 +75,15 @@ def compare_methods(
 
     from fairpca._validation import (
         check_data,
-        check_group_sizes,
         check_n_components,
-        check_n_groups,
         check_sensitive_features,
     )
     from fairpca.metrics import report
 
     X = check_data(X, "X")
-    groups, codes = check_sensitive_features(sensitive_features, X.shape[0])
-    check_n_groups(groups)
-    check_group_sizes(groups, np.bincount(codes), MIN_GROUP_ROWS)
+    groups, codes = check_sensitive_features(
+        sensitive_features, X.shape[0], min_groups=2, min_group_size=MIN_GROUP_ROWS
+    )
     check_n_components(n_components, X.shape[1])
     s = groups[codes]
     arrays = [X, s] if y is None else [X, s, np.asarray(y)]
@@ -184,7 +182,6 @@ def _write_outputs(table, output, fairness_columns):
         ("group_errors.png", plot_group_errors(table)),
     ):
         fig.savefig(output / filename, dpi=120)
-        fig.clf()
         written.append(filename)
     return written
 

@@ -44,11 +44,10 @@ from sklearn.exceptions import NotFittedError
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
+from fairpca._base import _top_eigenvectors
 from fairpca._validation import (
     check_data,
-    check_group_sizes,
     check_n_components,
-    check_n_groups,
     check_number,
     check_sensitive_features,
 )
@@ -251,16 +250,6 @@ def _resolve_projection(projection, X=None, *, n_components=None, name="projecti
     return components, scales, mean, d
 
 
-def _validate_X(X, min_samples=1):
-    return check_data(X, "X", min_samples=min_samples)
-
-
-def _validate_groups(sensitive_features, n_samples):
-    groups, codes = check_sensitive_features(sensitive_features, n_samples)
-    check_n_groups(groups)
-    return groups, codes
-
-
 def _labels(groups):
     """Group labels as plain Python scalars (nicer dictionary keys)."""
     return [g.item() if hasattr(g, "item") else g for g in groups]
@@ -330,8 +319,8 @@ def group_reconstruction_error(X, sensitive_features, projection):
     errors : dict
         ``{group label: mean squared residual norm}``, sorted by label.
     """
-    X = _validate_X(X)
-    groups, codes = _validate_groups(sensitive_features, X.shape[0])
+    X = check_data(X, "X")
+    groups, codes = check_sensitive_features(sensitive_features, X.shape[0], min_groups=2)
     components, scales, mean, _ = _resolve_projection(projection, X)
     errs, _ = _group_means(_row_errors(X, components, scales, mean), codes, len(groups))
     return dict(zip(_labels(groups), errs.tolist(), strict=True))
@@ -353,7 +342,7 @@ def reconstruction_error(X, projection):
     -------
     error : float
     """
-    X = _validate_X(X)
+    X = check_data(X, "X")
     components, scales, mean, _ = _resolve_projection(projection, X)
     return float(np.mean(_row_errors(X, components, scales, mean)))
 
@@ -382,8 +371,8 @@ def reconstruction_error_gap(X, sensitive_features, projection):
 
 
 def _group_losses(X, sensitive_features, projection, n_components):
-    X = _validate_X(X)
-    groups, codes = _validate_groups(sensitive_features, X.shape[0])
+    X = check_data(X, "X")
+    groups, codes = check_sensitive_features(sensitive_features, X.shape[0], min_groups=2)
     components, scales, mean, d = _resolve_projection(projection, X, n_components=n_components)
     errs, counts = _group_means(_row_errors(X, components, scales, mean), codes, len(groups))
     best = _optimal_group_errors(X, codes, len(groups), mean, d)
@@ -515,7 +504,7 @@ def explained_variance_ratio(X, projection):
     ratio : float
         In ``[0, 1]``.
     """
-    X = _validate_X(X)
+    X = check_data(X, "X")
     components, scales, mean, _ = _resolve_projection(projection, X)
     A = X - mean
     total = np.einsum("ij,ij->", A, A)
@@ -557,13 +546,6 @@ def _check_bandwidth(bandwidth):
     )
 
 
-def _top_pca_loadings(X, n_components):
-    """Top ``n_components`` eigenvectors of the covariance of ``X``, shape (p, d)."""
-    A = X - X.mean(axis=0)
-    _, vectors = np.linalg.eigh(A.T @ A)
-    return vectors[:, ::-1][:, :n_components]
-
-
 def mmd_bandwidth(X, n_components, *, max_samples=2000, random_state=None):
     r"""Median-heuristic RBF bandwidth on vanilla-PCA projections ([Lee2022]_).
 
@@ -595,10 +577,11 @@ def mmd_bandwidth(X, n_components, *, max_samples=2000, random_state=None):
     """
     from scipy.spatial.distance import pdist
 
-    X = _validate_X(X, min_samples=2)
+    X = check_data(X, "X", min_samples=2)
     d = check_n_components(n_components, X.shape[1])
     max_samples = check_number(max_samples, "max_samples", minimum=2)
-    V = _top_pca_loadings(X, d)
+    A = X - X.mean(axis=0)
+    V = _top_eigenvectors(A.T @ A, d).T
     rows = X
     if X.shape[0] > max_samples:
         rng = check_random_state(random_state)
@@ -627,119 +610,49 @@ def _kernel_sum(A, B, gamma, block_size):
     return total
 
 
-def _check_samples(Za, Zb):
-    Za = np.asarray(Za, dtype=np.float64)
-    Zb = np.asarray(Zb, dtype=np.float64)
-    if Za.ndim == 1:
-        Za = Za[:, None]
-    if Zb.ndim == 1:
-        Zb = Zb[:, None]
-    if Za.ndim != 2 or Zb.ndim != 2 or Za.shape[1] != Zb.shape[1]:
-        raise ValueError(
-            f"Za and Zb must be 2-D with the same number of columns, got {Za.shape} and {Zb.shape}."
-        )
-    if Za.shape[0] == 0 or Zb.shape[0] == 0:
-        raise ValueError("Za and Zb must each contain at least one row.")
-    return Za, Zb
-
-
-def _mmd2_exact(Za, Zb, bandwidth, block_size=1024):
-    r"""Biased (V-statistic) MMD² between two samples with an RBF kernel.
-
-    .. math:: \frac{1}{n_a^2}\sum_{i,i'} k(a_i, a_{i'}) + \frac{1}{n_b^2}
-              \sum_{j,j'} k(b_j, b_{j'}) - \frac{2}{n_a n_b}\sum_{i,j} k(a_i, b_j),
-              \quad k(a, b) = \exp(-\|a - b\|^2 / (2\sigma^2)).
-
-    Kernel sums run over row blocks of ``block_size`` rows, so memory is
-    ``O(block_size * n)``. The result is clipped at 0 (it is a squared RKHS
-    norm; rounding can make it about ``-1e-16``).
+def _max_pairwise_mmd2(
+    parts, bandwidth, *, method="exact", block_size=1024, n_random_features=1024, random_state=None
+):
+    """Largest biased MMD² over all pairs of samples; the kernel of :func:`mmd2`.
 
     Parameters
     ----------
-    Za : array-like of shape (n_a, r)
-        First projected sample.
-    Zb : array-like of shape (n_b, r)
-        Second projected sample.
+    parts : list of ndarray of shape (n_a, r)
+        Projected samples, one per group (at least two).
     bandwidth : float
         RBF bandwidth ``sigma``.
+    method : {"exact", "rff"}, default="exact"
+        Kernel sums in row blocks, or random Fourier features.
     block_size : int, default=1024
-        Rows per block.
-
-    Returns
-    -------
-    mmd2 : float
-    """
-    Za, Zb = _check_samples(Za, Zb)
-    gamma = 0.5 / _check_bandwidth(bandwidth) ** 2
-    block_size = check_number(block_size, "block_size", minimum=1)
-    na, nb = Za.shape[0], Zb.shape[0]
-    value = (
-        _kernel_sum(Za, Za, gamma, block_size) / na**2
-        + _kernel_sum(Zb, Zb, gamma, block_size) / nb**2
-        - 2.0 * _kernel_sum(Za, Zb, gamma, block_size) / (na * nb)
-    )
-    return max(value, 0.0)
-
-
-def _rff_parameters(dim, bandwidth, n_random_features, random_state):
-    """Draw ``omega ~ N(0, I / sigma^2)`` of shape (dim, D) and ``b ~ U[0, 2 pi]`` (D,)."""
-    rng = check_random_state(random_state)
-    omega = rng.standard_normal((dim, n_random_features)) / bandwidth
-    offset = rng.uniform(0.0, 2.0 * np.pi, size=n_random_features)
-    return omega, offset
-
-
-def _rff_features(Z, omega, offset):
-    """Random Fourier features ``sqrt(2 / D) cos(Z omega + b)``, shape (n, D)."""
-    return np.sqrt(2.0 / omega.shape[1]) * np.cos(Z @ omega + offset)
-
-
-def _mmd2_rff(Za, Zb, bandwidth, n_random_features=1024, random_state=None, *, return_stderr=False):
-    """Random-Fourier-feature estimate of the biased MMD² between two samples.
-
-    With ``z(x) = sqrt(2/D) cos(omega^T x + b)`` (``omega ~ N(0, I/sigma^2)``,
-    ``b ~ U[0, 2 pi]``), the estimate is ``||mean_a z - mean_b z||^2``. It is
-    the average over the ``D`` features of
-    ``g_l = 2 (mean_a cos(.) - mean_b cos(.))^2`` in ``[0, 8]``, i.i.d. given
-    the samples, with expectation exactly the V-statistic MMD² of
-    :func:`_mmd2_exact`: the estimate is unbiased, its standard error is
-    ``sd(g) / sqrt(D)`` (returned when ``return_stderr``), and Hoeffding gives
-    ``|error| <= 8 sqrt(log(2/delta) / (2D))`` with probability ``1 - delta``.
-    Cost ``O((n_a + n_b) r D)`` time and ``O(n D)`` memory.
-
-    Parameters
-    ----------
-    Za : array-like of shape (n_a, r)
-        First projected sample.
-    Zb : array-like of shape (n_b, r)
-        Second projected sample.
-    bandwidth : float
-        RBF bandwidth ``sigma``.
+        Rows per block (``"exact"``).
     n_random_features : int, default=1024
-        Number ``D`` of random features.
+        Number ``D`` of random features (``"rff"``).
     random_state : int, RandomState instance or None, default=None
-        Seed of ``omega`` and ``b``.
-    return_stderr : bool, default=False
-        Also return the estimated standard error.
+        Seed of the random features.
 
     Returns
     -------
     mmd2 : float
-    stderr : float
-        Only when ``return_stderr``.
+        Non-negative (rounding can push the exact value to about -1e-16; it is
+        clipped at 0).
     """
-    Za, Zb = _check_samples(Za, Zb)
-    bandwidth = _check_bandwidth(bandwidth)
-    D = check_number(n_random_features, "n_random_features", minimum=1)
-    omega, offset = _rff_parameters(Za.shape[1], bandwidth, D, random_state)
-    mean_a = _rff_features(Za, omega, offset).mean(axis=0)
-    diff = mean_a - _rff_features(Zb, omega, offset).mean(axis=0)
-    terms = D * diff**2
-    value = float(terms.mean())
-    if return_stderr:
-        stderr = float(terms.std(ddof=1) / np.sqrt(D)) if D > 1 else float("inf")
-        return value, stderr
-    return value
+    if method == "rff":
+        rng = check_random_state(random_state)
+        omega = rng.standard_normal((parts[0].shape[1], n_random_features)) / bandwidth
+        offset = rng.uniform(0.0, 2.0 * np.pi, size=n_random_features)
+        # Mean embeddings z(x) = sqrt(2/D) cos(x omega + b); MMD² ~ ||mean_a z - mean_b z||².
+        scale = np.sqrt(2.0 / n_random_features)
+        embeddings = [scale * np.cos(part @ omega + offset).mean(axis=0) for part in parts]
+        return float(max(np.sum((ea - eb) ** 2) for ea, eb in combinations(embeddings, 2)))
+    gamma = 0.5 / bandwidth**2
+    # Each group's self term is shared by all the pairs it belongs to.
+    self_terms = [_kernel_sum(part, part, gamma, block_size) / len(part) ** 2 for part in parts]
+    best = 0.0
+    for a, b in combinations(range(len(parts)), 2):
+        cross = _kernel_sum(parts[a], parts[b], gamma, block_size)
+        value = self_terms[a] + self_terms[b] - 2.0 * cross / (len(parts[a]) * len(parts[b]))
+        best = max(best, value)
+    return float(best)
 
 
 def mmd2(
@@ -780,10 +693,13 @@ def mmd2(
     method : {"exact", "rff"}, default="exact"
         ``"exact"``: kernel sums over row blocks, ``O(n^2 r)`` time and
         ``O(block_size * n)`` memory. ``"rff"``: random Fourier features,
-        ``O(n r D)``; an unbiased estimate of the exact value with standard
-        error ``O(1 / sqrt(D))`` (see :func:`_mmd2_rff`); at ``D = 1024`` the
-        relative error is typically a few per cent, so do not use it to
-        certify a small MMD² (e.g. ``<= 1e-4``).
+        ``O(n r D)``. With ``z(x) = sqrt(2/D) cos(omega^T x + b)``
+        (``omega ~ N(0, I/sigma^2)``, ``b ~ U[0, 2 pi]``) the estimate
+        ``||mean_a z - mean_b z||^2`` averages ``D`` i.i.d. terms in ``[0, 8]``
+        whose expectation is exactly the exact V-statistic: it is unbiased with
+        standard error ``O(1 / sqrt(D))``. At ``D = 1024`` the relative error is
+        typically a few per cent, so do not use it to certify a small MMD²
+        (e.g. ``<= 1e-4``).
     n_random_features : int, default=1024
         Number ``D`` of random features (``method="rff"``).
     random_state : int, RandomState instance or None, default=None
@@ -798,28 +714,24 @@ def mmd2(
     """
     if method not in ("exact", "rff"):
         raise ValueError(f"method must be 'exact' or 'rff', got {method!r}.")
-    X = _validate_X(X)
-    groups, codes = _validate_groups(sensitive_features, X.shape[0])
+    X = check_data(X, "X")
+    groups, codes = check_sensitive_features(sensitive_features, X.shape[0], min_groups=2)
     components, scales, mean, d = _resolve_projection(projection, X)
     block_size = check_number(block_size, "block_size", minimum=1)
     if bandwidth is None:
         bandwidth = mmd_bandwidth(X, d, random_state=random_state)
     bandwidth = _check_bandwidth(bandwidth)
+    D = check_number(n_random_features, "n_random_features", minimum=1)
     Z = _project(X, components, scales, mean)
     parts = [Z[codes == a] for a in range(len(groups))]
-    if method == "rff":
-        D = check_number(n_random_features, "n_random_features", minimum=1)
-        omega, offset = _rff_parameters(Z.shape[1], bandwidth, D, random_state)
-        embeddings = [_rff_features(part, omega, offset).mean(axis=0) for part in parts]
-        return float(max(np.sum((ea - eb) ** 2) for ea, eb in combinations(embeddings, 2)))
-    gamma = 0.5 / bandwidth**2
-    self_terms = [_kernel_sum(part, part, gamma, block_size) / len(part) ** 2 for part in parts]
-    best = 0.0
-    for a, b in combinations(range(len(parts)), 2):
-        cross = _kernel_sum(parts[a], parts[b], gamma, block_size)
-        value = self_terms[a] + self_terms[b] - 2.0 * cross / (len(parts[a]) * len(parts[b]))
-        best = max(best, value)
-    return float(best)
+    return _max_pairwise_mmd2(
+        parts,
+        bandwidth,
+        method=method,
+        block_size=block_size,
+        n_random_features=D,
+        random_state=random_state,
+    )
 
 
 # --------------------------------------------------------------------------
@@ -922,12 +834,12 @@ def group_separability(
         },
         "decision_function",
     )
-    X = _validate_X(X)
-    groups, codes = _validate_groups(sensitive_features, X.shape[0])
-    components, scales, mean, _ = _resolve_projection(projection, X)
+    X = check_data(X, "X")
     splitter, n_splits = _make_cv(cv, random_state)
-    if n_splits is not None:
-        check_group_sizes(groups, np.bincount(codes, minlength=len(groups)), n_splits)
+    groups, codes = check_sensitive_features(
+        sensitive_features, X.shape[0], min_groups=2, min_group_size=n_splits or 1
+    )
+    components, scales, mean, _ = _resolve_projection(projection, X)
     Z = _project(X, components, scales, mean)
     best = 0.0
     for a, b in combinations(range(len(groups)), 2):
@@ -1035,8 +947,8 @@ def downstream_fairness(
         },
         "predict",
     )
-    X = _validate_X(X)
-    groups, codes = _validate_groups(sensitive_features, X.shape[0])
+    X = check_data(X, "X")
+    groups, codes = check_sensitive_features(sensitive_features, X.shape[0], min_groups=2)
     y01 = _check_binary_y(y, X.shape[0], pos_label)
     components, scales, mean, _ = _resolve_projection(projection, X)
     splitter, n_splits = _make_cv(cv, random_state)
@@ -1132,8 +1044,9 @@ def report(
             "projections must be a non-empty dict {method name: projection}, got "
             f"{type(projections).__name__}."
         )
-    X = _validate_X(X)
-    _validate_groups(sensitive_features, X.shape[0])
+    X = check_data(X, "X")
+    groups, codes = check_sensitive_features(sensitive_features, X.shape[0], min_groups=2)
+    labels = _labels(groups)
     resolved = {}
     for name, proj in projections.items():
         resolved[name] = _resolve_projection(proj, X, name=f"projections[{name!r}]")
@@ -1144,20 +1057,26 @@ def report(
         bandwidth = mmd_bandwidth(X, first_d, random_state=random_state)
     bandwidth = _check_bandwidth(bandwidth)
 
+    # The groups' own optimal errors depend only on the centre and d, which
+    # projections fitted on the same data share: compute each once.
+    optimal = {}
     rows = {}
     for name, proj in projections.items():
-        d = resolved[name][3]
-        group_err = group_reconstruction_error(X, sensitive_features, proj)
-        # One eigen-analysis per group serves the marginal losses and disparity errors.
-        groups, loss_values, counts = _group_losses(X, sensitive_features, proj, d)
-        labels = _labels(groups)
+        components, scales, mean, d = resolved[name]
+        row_err = _row_errors(X, components, scales, mean)
+        group_err, counts = _group_means(row_err, codes, len(groups))
+        key = (d, mean.tobytes())
+        if key not in optimal:
+            optimal[key] = _optimal_group_errors(X, codes, len(groups), mean, d)
+        loss_values = group_err - optimal[key]
+        group_err = dict(zip(labels, group_err.tolist(), strict=True))
         losses = dict(zip(labels, loss_values.tolist(), strict=True))
         disp = dict(zip(labels, (loss_values * counts).tolist(), strict=True))
         pairs = [disp[a] - disp[b] for a, b in combinations(labels, 2)]
         row = {
             "n_components": d,
             "explained_variance_ratio": explained_variance_ratio(X, proj),
-            "reconstruction_error": reconstruction_error(X, proj),
+            "reconstruction_error": float(row_err.mean()),
             "reconstruction_error_gap": max(group_err.values()) - min(group_err.values()),
             "max_marginal_loss": max(losses.values()),
             "max_disparity_error": max(disp.values()),

@@ -1,7 +1,9 @@
 """Plots of a comparison table: fairness/quality trade-offs and per-group errors.
 
-Requires the ``plot`` extra (matplotlib). Every function draws on a given
-``matplotlib.axes.Axes`` or a new figure and returns the figure.
+Requires the ``plot`` extra (matplotlib). Every function returns a new
+:class:`matplotlib.figure.Figure` built without pyplot, so it neither changes
+the user's backend nor accumulates open figures; save it with ``fig.savefig``
+or display it in a notebook.
 """
 
 import numpy as np
@@ -9,15 +11,12 @@ import numpy as np
 __all__ = ["plot_group_errors", "plot_tradeoff"]
 
 
-def _pyplot():
+def _figure(**kwargs):
     try:
-        import matplotlib
-
-        matplotlib.use("Agg", force=False)
-        import matplotlib.pyplot as plt
+        from matplotlib.figure import Figure
     except ImportError as exc:  # pragma: no cover - depends on environment
         raise ImportError('plotting needs matplotlib: pip install "fairpca[plot]"') from exc
-    return plt
+    return Figure(**kwargs)
 
 
 def _pareto_mask(quality, unfairness):
@@ -47,11 +46,11 @@ def plot_tradeoff(table, fairness_columns, quality_column="explained_variance_ra
     fig : matplotlib.figure.Figure
         Non-dominated methods (the Pareto front) are ringed and joined.
     """
-    plt = _pyplot()
     columns = [c for c in fairness_columns if c in table.columns]
     if not columns:
         raise ValueError(f"none of fairness_columns {list(fairness_columns)} is in the table.")
-    fig, axes = plt.subplots(1, len(columns), figsize=(4.8 * len(columns), 4.2), squeeze=False)
+    fig = _figure(figsize=(4.8 * len(columns), 4.2), layout="tight")
+    axes = fig.subplots(1, len(columns), squeeze=False)
     quality = table[quality_column].to_numpy(dtype=float)
     markers = "osD^vP*Xh<>"
     for ax, column in zip(axes[0], columns, strict=True):
@@ -71,7 +70,6 @@ def plot_tradeoff(table, fairness_columns, quality_column="explained_variance_ra
         ax.grid(alpha=0.3)
     axes[0][0].legend(fontsize="small", loc="best")
     fig.suptitle("Quality against fairness, one marker per method")
-    fig.tight_layout()
     return fig
 
 
@@ -89,7 +87,6 @@ def plot_group_errors(table, prefix="reconstruction_error["):
     -------
     fig : matplotlib.figure.Figure
     """
-    plt = _pyplot()
     columns = [c for c in table.columns if c.startswith(prefix) and c.endswith("]")]
     if not columns:
         raise ValueError(f"the table has no per-group columns starting with {prefix!r}.")
@@ -97,7 +94,8 @@ def plot_group_errors(table, prefix="reconstruction_error["):
     n_methods = len(table.index)
     width = 0.8 / n_methods
     x = np.arange(len(columns))
-    fig, ax = plt.subplots(figsize=(max(5.0, 1.6 * len(columns) + 2), 4.2))
+    fig = _figure(figsize=(max(5.0, 1.6 * len(columns) + 2), 4.2), layout="tight")
+    ax = fig.subplots()
     for i, name in enumerate(table.index):
         ax.bar(x + (i - (n_methods - 1) / 2) * width, table.loc[name, columns], width, label=name)
     ax.set_xticks(x, labels)
@@ -106,5 +104,4 @@ def plot_group_errors(table, prefix="reconstruction_error["):
     ax.set_title("Reconstruction error of each group")
     ax.legend(fontsize="small")
     ax.grid(axis="y", alpha=0.3)
-    fig.tight_layout()
     return fig

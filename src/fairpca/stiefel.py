@@ -402,10 +402,10 @@ def minimize_lbfgs(
     memory = check_number(memory, "memory", minimum=0)
     max_iter = check_number(max_iter, "max_iter", minimum=0)
     max_backtracks = check_number(max_backtracks, "max_backtracks", minimum=1)
-    if not isinstance(gtol, numbers.Real) or not np.isfinite(gtol) or gtol < 0:
-        raise ValueError(f"gtol must be a finite number >= 0, got {gtol!r}.")
-    if not isinstance(armijo, numbers.Real) or not 0 < armijo < 1:
-        raise ValueError(f"armijo must be a number in (0, 1), got {armijo!r}.")
+    gtol = check_number(gtol, "gtol", numbers.Real, minimum=0)
+    armijo = check_number(
+        armijo, "armijo", numbers.Real, minimum=0, maximum=1, include_boundaries="neither"
+    )
     if not isinstance(retraction, str) or retraction not in _RETRACTIONS:
         options = ", ".join(repr(k) for k in _RETRACTIONS)
         raise ValueError(f"retraction must be one of {options}; got {retraction!r}.")
