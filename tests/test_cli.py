@@ -184,3 +184,45 @@ def test_compare_fits_every_fair_estimator(monkeypatch):
     result = CliRunner().invoke(cli, ["compare"])
     assert result.exit_code == 0, result.output
     assert "_NeedsExtra: not available (needs cvxpy" in result.output
+
+
+def test_compare_real_dataset_uses_the_protocol_split(tmp_path):
+    from fairpca.experiments import lee2022
+
+    out = tmp_path / "report"
+    result = CliRunner().invoke(
+        cli, ["compare", "--dataset", "german", "--split", "3", "-d", "2", "--output", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    assert "Lee et al. (2022) preparation of german_credit" in result.output
+    assert "1000 rows, 57 features" in result.output
+    table = pd.read_csv(out / "comparison.csv", index_col="method")
+    # Independent recomputation of PCA's row on split 3 of Lee et al.'s German credit.
+    split = lee2022("german_credit", split=3)
+    pca = PCA(n_components=2).fit(split.X_train)
+    residual = split.X_test - pca.inverse_transform(pca.transform(split.X_test))
+    for group in ("25+", "<25"):
+        rows = split.s_test == group
+        expected = np.mean(np.sum(residual[rows] ** 2, axis=1))
+        assert table.loc["PCA", f"reconstruction_error[{group}]"] == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--dataset", "compas", "--data", "{csv}"], "mutually exclusive"),
+        (["--dataset", "compas", "--sensitive", "sex"], "need --data"),
+        (["--dataset", "compas", "--test-size", "0.5"], "--test-size does not apply"),
+        (["--split", "2"], "--split needs --dataset"),
+        (["--dataset", "iris"], "Invalid value for '--dataset'"),
+        (["--dataset", "compas"], "compas/compas-scores-two-years.csv' not found"),
+    ],
+)
+def test_compare_real_dataset_errors(csv_file, tmp_path, args, message):
+    path, _ = csv_file
+    args = [a.format(csv=path) for a in args]
+    empty = tmp_path / "no-data"
+    result = CliRunner().invoke(cli, ["compare", *args], env={"FAIRPCA_DATA": str(empty)})
+    assert result.exit_code != 0
+    assert re.search(message, result.output), result.output
+    assert "Traceback" not in result.output

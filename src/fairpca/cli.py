@@ -1,10 +1,10 @@
 """The ``fairpca`` command line.
 
 ``fairpca compare`` fits every available method on a training split of a data
-set (the built-in synthetic one, or a user's CSV), evaluates every metric of
-:mod:`fairpca.metrics` on the held-out split, prints the table and, with
-``--output``, writes it as CSV and Markdown with plots. Requires the ``cli``
-extra (click, pandas, matplotlib).
+set (the built-in synthetic one, a real data set prepared by a paper's
+protocol, or a user's CSV), evaluates every metric of :mod:`fairpca.metrics` on
+the held-out split, prints the table and, with ``--output``, writes it as CSV
+and Markdown with plots. Requires the ``cli`` extra (click, pandas, matplotlib).
 """
 
 import math
@@ -18,10 +18,20 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on environment
     raise ImportError('the fairpca command line needs click: pip install "fairpca[cli]"') from exc
 
-__all__ = ["compare_methods", "main"]
+from fairpca.experiments.protocols import LEE2022_DATASETS, VU2022_DATASETS
+
+__all__ = ["DATASETS", "compare_methods", "compare_split", "main"]
 
 #: Fewest rows each group must have for a train/test comparison to mean anything.
 MIN_GROUP_ROWS = 10
+
+#: ``--dataset`` name -> (protocol, its dataset argument): a paper that used the set.
+#: Lee et al.'s preparation wins for the sets both papers used (German credit).
+DATASETS = {
+    **{name: ("vu2022", name) for name in VU2022_DATASETS},
+    **{name: ("lee2022", name) for name in LEE2022_DATASETS},
+    "german": ("lee2022", "german_credit"),
+}
 
 
 def _methods(n_components, random_state):
@@ -78,7 +88,6 @@ def compare_methods(
         check_n_components,
         check_sensitive_features,
     )
-    from fairpca.metrics import report
 
     X = check_data(X, "X")
     groups, codes = check_sensitive_features(
@@ -94,6 +103,48 @@ def compare_methods(
     y_train, y_test = (split[4], split[5]) if y is not None else (None, None)
     scaler = StandardScaler().fit(X_train)
     X_train, X_test = scaler.transform(X_train), scaler.transform(X_test)
+    return _fit_and_report(
+        X_train, X_test, s_train, s_test, y_train, y_test, n_components, random_state
+    )
+
+
+def compare_split(split, *, n_components=2, random_state=0):
+    """Fit every method on a prepared split and evaluate all metrics on its test part.
+
+    Parameters
+    ----------
+    split : fairpca.experiments.Split
+        Train and test parts as a paper's protocol prepared them (already
+        standardised).
+    n_components : int, default=2
+        Target dimension of every method.
+    random_state : int, default=0
+        Seed of every randomised method and metric.
+
+    Returns
+    -------
+    table : pandas.DataFrame
+        One row per fitted method (see :func:`fairpca.metrics.report`).
+    unavailable : dict
+        Method name → reason it could not run (a missing optional dependency).
+    """
+    from fairpca._validation import check_n_components
+
+    check_n_components(n_components, split.X_train.shape[1])
+    return _fit_and_report(
+        split.X_train,
+        split.X_test,
+        split.s_train,
+        split.s_test,
+        split.y_train,
+        split.y_test,
+        n_components,
+        random_state,
+    )
+
+
+def _fit_and_report(X_train, X_test, s_train, s_test, y_train, y_test, n_components, random_state):
+    from fairpca.metrics import report
 
     fitted, unavailable = {}, {}
     for name, est in _methods(n_components, random_state).items():
@@ -198,6 +249,30 @@ def cli():
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="CSV file with a header row; default: the built-in synthetic data set.",
 )
+@click.option(
+    "--dataset",
+    type=click.Choice(sorted(DATASETS)),
+    metavar="NAME",
+    help=(
+        "A real data set, prepared by a paper's protocol (fairpca.experiments): "
+        "german or german_credit (groups: age >= 25), compas (Caucasian or not) and adult "
+        "(sex) as Lee et al. 2022 (70/30 split, 57 / 11 / 97 features); default_credit "
+        "(education low/high, 9000 training rows) and the FairML sets "
+        + ", ".join(
+            name
+            for name, (protocol, _) in DATASETS.items()
+            if protocol == "vu2022" and name != "default_credit"
+        )
+        + " (groups: the file's last column) as Vu et al. 2022 (stratified 30/70 split). "
+        "Files are read from $FAIRPCA_DATA (else ~/scikit_learn_data/fairpca). Not with --data."
+    ),
+)
+@click.option(
+    "--split",
+    "split_index",
+    type=click.IntRange(0, 9),
+    help="Which of the protocol's 10 train/test splits to use with --dataset [default: 0].",
+)
 @click.option("--sensitive", help="Column of --data holding the protected group.")
 @click.option("--target", help="Binary column of --data for the downstream classifier metrics.")
 @click.option(
@@ -211,9 +286,7 @@ def cli():
 @click.option(
     "--test-size",
     type=click.FloatRange(0, 1, min_open=True, max_open=True),
-    default=0.3,
-    show_default=True,
-    help="Share of rows held out for evaluation.",
+    help="Share of rows held out for evaluation [default: 0.3]; not with --dataset.",
 )
 @click.option("--random-state", type=int, default=0, show_default=True, help="Seed.")
 @click.option(
@@ -221,13 +294,43 @@ def cli():
     type=click.Path(file_okay=False, path_type=Path),
     help="Directory for comparison.csv, comparison.md and PNG plots (created if needed).",
 )
-def compare(data, sensitive, target, n_components, test_size, random_state, output):
+def compare(
+    data, dataset, split_index, sensitive, target, n_components, test_size, random_state, output
+):
     """Fit every method and print a table of quality and fairness metrics.
 
-    Without --data the built-in synthetic set is used (1000 rows, 10 features,
-    two groups of 70 % and 30 %, a binary target). Features are standardised on
-    the training split; metrics are computed on the held-out split.
+    Without --data or --dataset the built-in synthetic set is used (1000 rows,
+    10 features, two groups of 70 % and 30 %, a binary target). Features are
+    standardised on the training split; metrics are computed on the held-out
+    split.
     """
+    if dataset is not None:
+        if data is not None:
+            raise click.UsageError("--data and --dataset are mutually exclusive.")
+        if sensitive is not None or target is not None:
+            raise click.UsageError(
+                "--sensitive and --target need --data; --dataset fixes the groups and target."
+            )
+        if test_size is not None:
+            raise click.UsageError(
+                "--test-size does not apply to --dataset: the protocol fixes it."
+            )
+        split = _load_dataset(dataset, 0 if split_index is None else split_index)
+        try:
+            table, unavailable = compare_split(
+                split, n_components=n_components, random_state=random_state
+            )
+        except (ValueError, TypeError) as exc:
+            raise click.UsageError(str(exc)) from exc
+        n_rows = split.X_train.shape[0] + split.X_test.shape[0]
+        source = f"{dataset} ({split.description})"
+        _print_and_write(
+            table, unavailable, source, n_rows, split.X_train.shape[1], n_components, output
+        )
+        return
+    if split_index is not None:
+        raise click.UsageError("--split needs --dataset.")
+    test_size = 0.3 if test_size is None else test_size
     if data is None:
         if sensitive is not None or target is not None:
             raise click.UsageError("--sensitive and --target need --data.")
@@ -246,9 +349,26 @@ def compare(data, sensitive, target, n_components, test_size, random_state, outp
         )
     except (ValueError, TypeError) as exc:
         raise click.UsageError(str(exc)) from exc
+    _print_and_write(table, unavailable, source, X.shape[0], X.shape[1], n_components, output)
+
+
+def _load_dataset(name, split_index):
+    """The protocol's split of a real data set; missing or corrupt files end the command."""
+    from fairpca import experiments
+
+    protocol, dataset = DATASETS[name]
+    try:
+        return getattr(experiments, protocol)(dataset, split=split_index)
+    except ImportError as exc:
+        raise click.ClickException(str(exc)) from exc
+    except (OSError, ValueError) as exc:
+        raise click.ClickException(f"cannot load data set {name!r}: {exc}") from exc
+
+
+def _print_and_write(table, unavailable, source, n_rows, n_features, n_components, output):
     import pandas as pd
 
-    click.echo(f"data: {source}; {X.shape[0]} rows, {X.shape[1]} features; d = {n_components}")
+    click.echo(f"data: {source}; {n_rows} rows, {n_features} features; d = {n_components}")
     scalar = [c for c in table.columns if "[" not in c]
     with pd.option_context("display.width", 200, "display.max_columns", None):
         click.echo(table[scalar].T.to_string(float_format=lambda v: f"{v:.4g}"))

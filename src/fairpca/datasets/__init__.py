@@ -1,9 +1,23 @@
-"""Data sets for fair PCA: synthetic generators (real-data loaders to come).
+"""Data sets for fair PCA: synthetic generators and loaders of real data sets.
 
-Every function returns the data matrix ``X`` together with the group label
-(sensitive attribute) of each row.
+The synthetic generators return the data matrix ``X`` together with the group
+label (sensitive attribute) of each row. The real-data loaders (which need
+pandas: ``pip install 'fairpca[datasets]'``) return a :class:`sklearn.utils.Bunch`
+with ``data``, ``sensitive``, ``target``, ``feature_names`` and ``DESCR``; their
+files are read from the ``data_home`` argument, else the ``FAIRPCA_DATA``
+environment variable, else ``~/scikit_learn_data/fairpca``, and are verified
+against pinned SHA-256 checksums.
 """
 
+from fairpca.datasets._fetch import get_data_home
+from fairpca.datasets._real import (
+    load_adult,
+    load_compas,
+    load_default_credit,
+    load_fairml,
+    load_german_credit,
+    load_lfw,
+)
 from fairpca.datasets.synthetic import (
     make_gaussian_groups,
     make_mmd_synthetic1,
@@ -12,6 +26,13 @@ from fairpca.datasets.synthetic import (
 )
 
 __all__ = [
+    "get_data_home",
+    "load_adult",
+    "load_compas",
+    "load_default_credit",
+    "load_fairml",
+    "load_german_credit",
+    "load_lfw",
     "make_gaussian_groups",
     "make_mmd_synthetic1",
     "make_mmd_synthetic2",
