@@ -6,6 +6,7 @@ by the functions that need them.
 """
 
 from fairpca._base import FairPCABase
+from fairpca.minmax_loss import MinMaxLossFairPCA
 from fairpca.moments import GroupMoments
 
 __version__ = "0.1.0.dev0"
@@ -13,5 +14,6 @@ __version__ = "0.1.0.dev0"
 __all__ = [
     "FairPCABase",
     "GroupMoments",
+    "MinMaxLossFairPCA",
     "__version__",
 ]
