@@ -8,6 +8,7 @@ by the functions that need them.
 from fairpca._base import FairPCABase
 from fairpca.minmax_loss import MinMaxLossFairPCA
 from fairpca.moments import GroupMoments
+from fairpca.pareto import ParetoFairPCA
 
 __version__ = "0.1.0.dev0"
 
@@ -15,5 +16,6 @@ __all__ = [
     "FairPCABase",
     "GroupMoments",
     "MinMaxLossFairPCA",
+    "ParetoFairPCA",
     "__version__",
 ]

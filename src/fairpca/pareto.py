@@ -1,0 +1,969 @@
+"""Pareto fair PCA: one descent direction for the total loss and the group disparities.
+
+Implements M. M. Kamani, F. Haddadpour, R. Forsati and M. Mahdavi, *Efficient
+Fair Principal Component Analysis*, arXiv:1911.04931: the objective vectors of
+eqs. (9) and (12) with the regulariser of eq. (19), the Pareto descent
+direction of eq. (17) (the minimum-norm point of the convex hull of the
+gradients; Lemma 1, after Fliege & Svaiter, 2000), the Armijo back-tracking of
+eq. (16), the gradient normalisation of Remark 1 and Algorithm 1.
+
+The authors published no code, and the paper leaves open -- or states in a way
+that cannot converge -- the gradient normalisation, the starting point, the
+manifold geometry and the stopping rule. :class:`ParetoFairPCA` documents each
+choice made here and why.
+"""
+
+import logging
+import numbers
+import warnings
+from dataclasses import dataclass, field
+from itertools import combinations
+
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+
+from fairpca._base import FairPCABase, _top_eigenvectors
+from fairpca._validation import check_number
+from fairpca.stiefel import retract_polar
+
+__all__ = ["ParetoFairPCA"]
+
+logger = logging.getLogger(__name__)
+
+_PSI_KINDS = ("square", "abs", "exp")
+_DISPARITY_KINDS = ("pairwise", "single")
+#: Fitted attributes that only a fit with groups sets.
+_FIT_ATTRIBUTES = (
+    "direction_norm_",
+    "alpha_",
+    "objective_names_",
+    "history_",
+    "start_history_",
+)
+
+#: Sufficient-decrease constant beta of the Armijo test (16).
+_ARMIJO = 1e-4
+#: Most step halvings per line search (eta >= 2**-60).
+_MAX_HALVINGS = 60
+#: Longest move |eta D|_F of one step: 1 in the Pareto descent; 2**-5 in the start
+#: search, which then follows the disparities' descent path from PCA closely
+#: instead of jumping far from it (a jump can cost many percent of the loss).
+_MAX_MOVE = 1.0
+_START_MAX_MOVE = 2.0**-5
+#: The start search steers by the loss while that keeps at least this fraction of
+#: the disparities-only direction's length (so 1 % of its rate of decrease).
+_STEER_MIN = 0.1
+#: A projected gradient below this fraction of its largest possible size is rounding noise.
+_GRAD_RTOL = 1e-10
+#: Disparities (or differences of scatter matrices) below this fraction of the total
+#: sum of squares are rounding noise: the groups are treated as equally served.
+_FAIR_RTOL = 1e-12
+
+
+# ---------------------------------------------------------------------------
+# the maths: penalties, objectives, min-norm direction, one descent run
+# ---------------------------------------------------------------------------
+
+
+def _psi(kind, z):
+    """Value and derivative of the penalty ``psi`` at ``z`` (same shape).
+
+    ``"linear"`` (the identity) is used for the total loss.
+    """
+    if kind == "linear":
+        return z, np.ones_like(z)
+    if kind == "square":
+        return 0.5 * z * z, z
+    if kind == "abs":
+        return np.abs(z), np.sign(z)
+    if kind == "exp":
+        return np.cosh(z) - 1.0, np.sinh(z)
+    raise ValueError(f"unknown penalty {kind!r}")  # pragma: no cover - internal
+
+
+@dataclass(frozen=True)
+class _Objectives:
+    """A vector of objectives ``f_o(U) = psi_o(z_o(U)) + alpha * d`` on St(p, d).
+
+    Every objective of the paper is a penalty of an affine function of the
+    projector ``U U^T``: with ``t_a(U) = tr(U^T S_a U)`` (``S_a`` group ``a``'s
+    scatter matrix around the pooled mean, divided by the total sum of squares),
+    ``z_o(U) = (offset_o - coef_o . t(U)) / scale_o``.
+
+    Parameters
+    ----------
+    scatters : ndarray of shape (k, p, p)
+        Normalised group scatter matrices ``S_a``.
+    coef : ndarray of shape (m, k)
+        Weight of each group's ``t_a`` in each objective.
+    offset : ndarray of shape (m,)
+        Constant part of each objective.
+    scale : ndarray of shape (m,)
+        Positive divisor of each objective's argument.
+    psi : tuple of str
+        Penalty of each objective (``"linear"``, ``"square"``, ``"abs"``, ``"exp"``).
+    alpha_d : float
+        ``alpha * ||U||_F^2 = alpha * d``, the regulariser of eq. (19) on St(p, d).
+    names : tuple of str
+        Name of each objective.
+    family : tuple of int
+        Objectives of one family (the loss; the disparities) share one
+        gradient normalisation.
+    """
+
+    scatters: np.ndarray
+    coef: np.ndarray
+    offset: np.ndarray
+    scale: np.ndarray
+    psi: tuple
+    alpha_d: float
+    names: tuple
+    family: tuple
+
+    def arguments(self, U):
+        """``z(U)`` and the products ``S_a U``, shapes (m,) and (k, p, d)."""
+        W = self.scatters @ U
+        t = np.einsum("pd,kpd->k", U, W)
+        return (self.offset - self.coef @ t) / self.scale, W
+
+    def values(self, U):
+        """Penalised values ``psi_o(z_o(U))`` at ``U``, shape (m,), without ``alpha * d``.
+
+        The regulariser is the same constant in every objective; leaving it out
+        of the comparisons of the line search keeps the iterates exactly
+        independent of ``alpha``.
+        """
+        z, _ = self.arguments(U)
+        return np.array([_psi(kind, zo)[0] for kind, zo in zip(self.psi, z, strict=True)])
+
+    def evaluate(self, U):
+        """Values, arguments ``z`` and Riemannian gradients at ``U``.
+
+        Returns
+        -------
+        values : ndarray of shape (m,)
+            As :meth:`values`.
+        z : ndarray of shape (m,)
+        gradients : ndarray of shape (m, p, d)
+            ``(I - U U^T) nabla f_o(U)``: the objectives depend on ``U U^T`` only,
+            so ``U^T nabla f_o`` is symmetric and this is the tangent projection.
+        """
+        z, W = self.arguments(U)
+        values, slopes = zip(
+            *(_psi(kind, zo) for kind, zo in zip(self.psi, z, strict=True)), strict=True
+        )
+        values = np.array(values)
+        factor = -2.0 * np.array(slopes) / self.scale
+        G = np.einsum("ok,kpd->opd", self.coef * factor[:, None], W)
+        G -= U @ np.einsum("pd,ope->ode", U, G)
+        return values, z, G
+
+    def gradient_floors(self, z, d):
+        """Size below which each gradient norm is rounding noise, shape (m,).
+
+        ``|(I - UU^T) A_o U|_F <= |A_o|_F sqrt(d)`` with
+        ``A_o = sum_a coef[o, a] S_a``; a gradient below ``_GRAD_RTOL`` times its
+        largest possible size is treated as zero.
+        """
+        slopes = np.array([_psi(kind, zo)[1] for kind, zo in zip(self.psi, z, strict=True)])
+        sizes = np.linalg.norm(np.einsum("ok,kpq->opq", self.coef, self.scatters), axis=(1, 2))
+        return _GRAD_RTOL * np.abs(2.0 * slopes / self.scale) * sizes * np.sqrt(d)
+
+
+def _min_norm_weights_qp(gram, start=None):
+    """Minimise ``lam^T gram lam`` over the simplex exactly (primal active-set method).
+
+    The iterates stay feasible; each solves the KKT conditions
+    ``(gram lam)_i = mu`` on the current support, drops a weight that would
+    turn negative, or adds the vertex with the smallest ``(gram lam)_i`` while
+    that is below ``mu = lam^T gram lam``. At the end ``(gram lam)_i >= mu``
+    for every ``i`` up to rounding, which is what Lemma 1 needs.
+
+    Parameters
+    ----------
+    gram : ndarray of shape (m, m)
+        Gram matrix ``<g_i, g_j>`` of the gradients.
+    start : ndarray of shape (m,) or None
+        Feasible starting weights (e.g. the previous iteration's); by default
+        the vertex of the shortest gradient.
+
+    Returns
+    -------
+    weights : ndarray of shape (m,)
+        Non-negative, summing to one.
+    """
+    m = gram.shape[0]
+    top = np.max(np.diag(gram))
+    if top <= 0:
+        return np.full(m, 1.0 / m)
+    K = gram / top
+    if start is None:
+        lam = np.zeros(m)
+        lam[np.argmin(np.diag(K))] = 1.0
+    else:
+        lam = np.clip(start, 0.0, None)
+        lam /= lam.sum()
+    support = lam > 0
+    for _ in range(4 * m + 20):
+        j = np.flatnonzero(support)
+        # Minimiser on the face spanned by the support: K_JJ lam_J = mu 1, sum(lam_J) = 1.
+        kkt = np.zeros((len(j) + 1, len(j) + 1))
+        kkt[:-1, :-1] = K[np.ix_(j, j)]
+        kkt[:-1, -1] = -1.0
+        kkt[-1, :-1] = 1.0
+        rhs = np.zeros(len(j) + 1)
+        rhs[-1] = 1.0
+        face = np.linalg.lstsq(kkt, rhs, rcond=None)[0][:-1]
+        if np.any(face <= 0):
+            # Walk towards the face's minimiser until the first weight hits zero.
+            falling = face < lam[j]
+            ratios = lam[j][falling] / (lam[j][falling] - face[falling])
+            ratios = ratios[face[falling] <= 0]
+            step = min(1.0, float(np.min(ratios))) if ratios.size else 1.0
+            lam = lam.copy()
+            lam[j] += step * (face - lam[j])
+            lam[j[np.argmin(np.where(face <= 0, lam[j], np.inf))]] = 0.0
+            lam = np.clip(lam, 0.0, None)
+            lam /= lam.sum()
+            support = lam > 0
+            continue
+        lam = np.zeros(m)
+        lam[j] = face / face.sum()
+        rates = K @ lam
+        outside = np.flatnonzero(~support)
+        if outside.size == 0:
+            break
+        worst = outside[np.argmin(rates[outside])]
+        if rates[worst] >= lam @ rates - 1e-14:
+            break
+        support[worst] = True
+    return lam
+
+
+def _min_norm_weights(gram, start=None):
+    """Weights of the minimum-norm point of the convex hull of the gradients (eq. (37)).
+
+    Closed form for one and two objectives, :func:`_min_norm_weights_qp` beyond.
+
+    Parameters
+    ----------
+    gram : ndarray of shape (m, m)
+        Gram matrix of the gradients.
+    start : ndarray of shape (m,) or None
+        Warm start for :func:`_min_norm_weights_qp`.
+
+    Returns
+    -------
+    weights : ndarray of shape (m,)
+    """
+    m = gram.shape[0]
+    if m == 1:
+        return np.ones(1)
+    if m == 2:
+        # min over lam of |lam g0 + (1 - lam) g1|^2: lam = <g1 - g0, g1> / |g0 - g1|^2.
+        gap = gram[0, 0] + gram[1, 1] - 2.0 * gram[0, 1]
+        lam = 0.5 if gap <= 0 else float(np.clip((gram[1, 1] - gram[0, 1]) / gap, 0.0, 1.0))
+        return np.array([lam, 1.0 - lam])
+    return _min_norm_weights_qp(gram, start)
+
+
+def _pareto_direction(gradients, start=None):
+    """The Pareto descent direction of eq. (17) and its weights.
+
+    ``D = -sum_i lam_i g_i`` with ``lam`` the minimum-norm point of the convex
+    hull of the ``g_i``; then ``<D, g_i> <= -|D|^2`` for every ``i`` (Lemma 1).
+
+    Parameters
+    ----------
+    gradients : ndarray of shape (m, p, d)
+        The gradients ``g_i`` (here: normalised Riemannian gradients).
+    start : ndarray of shape (m,) or None
+        Warm start for the weights (the previous iteration's).
+
+    Returns
+    -------
+    direction : ndarray of shape (p, d)
+    weights : ndarray of shape (m,)
+    """
+    flat = gradients.reshape(gradients.shape[0], -1)
+    weights = _min_norm_weights(flat @ flat.T, start)
+    return -np.tensordot(weights, gradients, axes=1), weights
+
+
+@dataclass
+class _Run:
+    """Outcome and record of one run of Algorithm 1."""
+
+    point: np.ndarray
+    status: str
+    n_steps: int
+    objectives: list
+    direction_norm: list
+    step: list
+    weights: list
+    loss: list = field(default_factory=list)
+    steered: list = field(default_factory=list)
+
+
+def _pareto_descent(
+    objectives,
+    U,
+    *,
+    tol,
+    max_iter,
+    target=None,
+    max_move=_MAX_MOVE,
+    steer=None,
+    label="",
+    verbose=0,
+):
+    """Algorithm 1 on St(p, d) from ``U``.
+
+    Each iteration: Riemannian gradients ``G_i``; normalised gradients
+    ``G_i / s_i``, with ``s_i`` fixed at the start of the run
+    (:func:`_normalisation`, Remark 1); the direction ``D`` of
+    :func:`_pareto_direction`; stop if ``|D| <= tol``; otherwise the step of
+    :func:`_armijo_step` (eq. (16) for every objective, polar retraction).
+
+    Parameters
+    ----------
+    objectives : _Objectives
+        The objective vector.
+    U : ndarray of shape (p, d)
+        Starting point (orthonormal columns).
+    tol : float
+        Stop when the direction's Frobenius norm is at most ``tol``.
+    max_iter : int
+        Most steps.
+    target : float or None
+        Also stop once every ``|z_i| <= target``.
+    max_move : float
+        Longest move ``|eta D|_F`` of a step.
+    steer : _Objectives or None
+        The loss, for the start search: the step then follows the Pareto
+        direction of ``objectives`` and the loss (gradient normalised at each
+        iterate, since it is 0 at PCA), unless that direction is shorter than
+        ``_STEER_MIN`` times the direction of ``objectives`` alone. Only
+        ``objectives`` take part in the Armijo test and the stopping rule.
+    label : str
+        Prefix of the log messages.
+    verbose : int
+        0: log at DEBUG level; 1: summary at INFO; 2: every step at INFO.
+
+    Returns
+    -------
+    run : _Run
+        ``status`` is ``"converged"``, ``"target"``, ``"max_iter"`` or
+        ``"line search failed"``.
+    """
+    values, z, G = objectives.evaluate(U)
+    floors = objectives.gradient_floors(z, U.shape[1])
+    inverse_scale = _normalisation(G, floors, objectives.family)
+    run = _Run(U, "max_iter", 0, [], [], [], [])
+    while True:
+        D, weights = _pareto_direction(
+            G * inverse_scale[:, None, None], run.weights[-1] if run.weights else None
+        )
+        norm = float(np.linalg.norm(D))
+        run.objectives.append(values + objectives.alpha_d)
+        run.direction_norm.append(norm)
+        run.weights.append(weights)
+        if steer is not None:
+            loss, z_loss, G_loss = steer.evaluate(U)
+            loss_floor = steer.gradient_floors(z_loss, U.shape[1])
+            run.loss.append(float(loss[0]))
+        if norm <= tol:
+            run.status = "converged"
+            break
+        # (1 + 1e-9): PCA's largest |z| is 1 up to rounding, and target 1 means PCA.
+        if target is not None and np.all(np.abs(z) <= target * (1 + 1e-9)):
+            run.status = "target"
+            break
+        if run.n_steps >= max_iter:
+            run.status = "max_iter"
+            break
+        if steer is not None:
+            D, steered = _steered_direction(
+                G * inverse_scale[:, None, None], D, G_loss[0], loss_floor[0]
+            )
+            run.steered.append(steered)
+        last = run.step[-1] if run.step else np.inf
+        step = _armijo_step(objectives, U, values, G, D, max_move, 2.0 * last)
+        if step is None:
+            run.status = "line search failed"
+            break
+        eta, U = step
+        values, z, G = objectives.evaluate(U)
+        run.step.append(eta)
+        run.n_steps += 1
+        logger.log(
+            logging.INFO if verbose > 1 else logging.DEBUG,
+            "%sstep %d: eta = %.3g, |D| = %.3g",
+            label,
+            run.n_steps,
+            eta,
+            norm,
+        )
+    run.step.append(0.0)
+    if steer is not None:
+        run.steered.append(False)
+    run.point = U
+    logger.log(
+        logging.INFO if verbose else logging.DEBUG,
+        "%s%s after %d steps, |D| = %.3g",
+        label,
+        run.status,
+        run.n_steps,
+        norm,
+    )
+    return run
+
+
+def _steered_direction(gradients, direction, loss_gradient, loss_floor):
+    """The start search's step direction (see ``steer`` in :func:`_pareto_descent`).
+
+    Returns
+    -------
+    direction : ndarray of shape (p, d)
+    steered : bool
+        Whether the loss took part.
+    """
+    size = np.linalg.norm(loss_gradient)
+    if size <= loss_floor:
+        return direction, False
+    mixed, _ = _pareto_direction(np.concatenate([gradients, loss_gradient[None] / size]))
+    if np.linalg.norm(mixed) < _STEER_MIN * np.linalg.norm(direction):
+        return direction, False
+    return mixed, True
+
+
+def _normalisation(gradients, floors, family):
+    """Fixed divisors of the gradients (Remark 1), as inverses, shape (m,).
+
+    Each family's gradients are divided by the largest norm in the family at
+    the start, so the loss and the disparities weigh the same while the
+    disparities keep their relative sizes (they are in the same units). A
+    gradient below its rounding floor gets 0: that objective is stationary,
+    and so is the start.
+    """
+    norms = np.linalg.norm(gradients.reshape(len(gradients), -1), axis=1)
+    alive = norms > floors
+    family = np.asarray(family)
+    inverse = np.zeros(len(norms))
+    for f in np.unique(family):
+        members = (family == f) & alive
+        if np.any(members):
+            inverse[members] = 1.0 / np.max(norms[members])
+    return inverse
+
+
+def _armijo_step(objectives, U, values, gradients, direction, max_move, first=np.inf):
+    """Back-tracking of eq. (16) along the polar retraction.
+
+    The first trial is the largest power of two with ``|eta D|_F <= max_move``,
+    or ``first`` (twice the previous step) if smaller: that saves most of the
+    halvings, and a step is still only ever halved.
+
+    Returns
+    -------
+    step : (float, ndarray of shape (p, d)) or None
+        The accepted ``eta = 2^-p`` and the new point, or None after
+        ``_MAX_HALVINGS`` halvings.
+    """
+    slopes = np.einsum("opd,pd->o", gradients, direction)
+    # Absorbs rounding in the values when the descent is nearly over.
+    slack = 10.0 * np.finfo(np.float64).eps * np.abs(values)
+    eta = min(2.0 ** np.floor(np.log2(max_move / np.linalg.norm(direction))), first)
+    for _ in range(_MAX_HALVINGS + 1):
+        U_new = retract_polar(U, eta * direction)
+        new = objectives.values(U_new)
+        # NaN or inf fails the test, so non-finite trial values are backed off.
+        if np.all(new <= values + _ARMIJO * eta * slopes + slack):
+            return eta, U_new
+        eta *= 0.5
+    return None
+
+
+# ---------------------------------------------------------------------------
+# estimator
+# ---------------------------------------------------------------------------
+
+
+class ParetoFairPCA(FairPCABase):
+    r"""Fair PCA as a multi-objective problem solved by Pareto descent (Kamani et al.).
+
+    With ``X`` centred on the pooled mean, ``X_a`` group ``a``'s rows,
+    :math:`\mathcal{L}(U) = \|X - XUU^\top\|_F^2` the total reconstruction loss,
+    :math:`\mathcal{E}_a(U) = \|X_a - X_aUU^\top\|_F^2 - \min_{V} \|X_a - X_aVV^\top\|_F^2`
+    group ``a``'s disparity error (eq. (4); sums over rows, as
+    :func:`fairpca.metrics.disparity_error`) and
+    :math:`\Delta_{ab} = \mathcal{E}_a - \mathcal{E}_b` (eq. (11)), the method
+    looks for a Pareto-critical point of (eq. (19))
+
+    .. math::
+        \min_{U \in \mathrm{St}(p, d)}
+        \Big[\, \mathcal{L}(U) + \alpha\|U\|_F^2,\;
+        \psi\big(\Delta_{ab}(U)\big) + \alpha\|U\|_F^2 \ (a < b) \,\Big]
+
+    (``disparity="pairwise"``, :math:`\binom{k}{2}` disparity objectives) or of
+    the same vector with :math:`\psi(\mathcal{E}_a)` for each group
+    (``disparity="single"``, eq. (9)): a subspace where no direction lowers
+    every objective. ``transform`` gives the ``n_components``-dimensional
+    projection: no extra dimension.
+
+    Parameters
+    ----------
+    n_components : int, default=2
+        Dimension ``d`` of the projection.
+    disparity : {"pairwise", "single"}, default="pairwise"
+        Fairness objectives: one per pair of groups (eq. (12)) or one per
+        group (eq. (9)).
+    psi : {"square", "abs", "exp"}, default="square"
+        Penalty of each disparity: :math:`z^2/2`, :math:`|z|`, or
+        :math:`\cosh z - 1`. The paper's third example, :math:`e^{-z}`, is
+        decreasing: minimising it would *raise* disparities without bound;
+        ``"exp"`` is the even exponential penalty instead. ``"abs"`` is not
+        differentiable at 0, where the convergence theory does not hold;
+        expect a ``ConvergenceWarning`` once a disparity reaches 0.
+    disparity_ratio : float in (0, 1], default=0.1
+        Fairness of the starting point (see Notes): the Pareto descent starts
+        at the first subspace, on the path that lowers the pairwise
+        disparities from PCA, whose pairwise disparities are all at most
+        ``disparity_ratio`` times PCA's largest. No objective increases
+        afterwards, so when that start is reached the result's disparities
+        are within that bound too (with ``disparity="pairwise"``). ``1``
+        returns PCA, which is Pareto-optimal.
+    alpha : float >= 0 or "auto", default="auto"
+        Weight of the regulariser :math:`\alpha\|U\|_F^2` of eq. (19), in the
+        units of the normalised objectives (divided by :math:`\|X\|_F^2`).
+        ``"auto"``: Appendix C's :math:`\max_{a \ne b} \gamma_{\max}(X_a^\top X_a)
+        - \gamma_{\min}(X_b^\top X_b)`, divided by :math:`\|X\|_F^2`, which makes
+        every pairwise disparity convex in :math:`\mathbb{R}^{p \times d}`.
+        On the Stiefel
+        manifold it adds the constant :math:`\alpha d` to every objective and
+        has zero Riemannian gradient, so it changes neither the direction
+        nor the steps (see Notes); it is reported in ``history_`` so that the
+        values are those of eq. (19).
+    tol : float, default=1e-4
+        Stop when :math:`\|D\|_F \le` ``tol`` for the direction of the
+        normalised gradients (see Notes).
+    max_iter : int, default=1000
+        Most steps of each of the two stages (start search, Pareto descent).
+    verbose : int, default=0
+        Log a summary of each stage (1) or every step (2) at INFO level via
+        ``logging.getLogger("fairpca.pareto")``; 0 logs at DEBUG level only.
+
+    Attributes
+    ----------
+    components_ : ndarray of shape (n_components, n_features)
+        Orthonormal rows spanning the fair subspace.
+    converged_ : bool
+        Whether the Pareto descent reached :math:`\|D\|_F \le` ``tol``.
+    n_iter_ : int
+        Descent steps taken (start search and Pareto descent); 0 when PCA is
+        returned at once.
+    direction_norm_ : float
+        :math:`\|D\|_F` at the returned subspace.
+    alpha_ : float
+        The regularisation weight used.
+    objective_names_ : list of str
+        Names of the objectives of the Pareto descent (columns of ``history_``).
+    history_ : dict of ndarray
+        The Pareto descent, one row per iterate (start included):
+        ``"objectives"`` (n, m) values of eq. (19) normalised as in the Notes,
+        ``"direction_norm"`` (n,), ``"step"`` (n,) (the step taken from that
+        iterate; 0 at the last), ``"weights"`` (n, m) the :math:`\lambda`.
+    start_history_ : dict of ndarray
+        The same record for the search of the starting point, whose objectives
+        are the pairwise disparities only (``"direction_norm"`` and
+        ``"weights"`` refer to their own Pareto direction), plus ``"loss"``
+        (n,) the normalised total loss, which may rise there, and
+        ``"steered"`` (n,) whether the loss shaped that step.
+    components_, mean_, explained_variance_, explained_variance_ratio_, groups_, \
+group_counts_, n_features_in_, feature_names_in_, component_scales_, n_components_
+        As in :class:`fairpca.FairPCABase`.
+
+    Notes
+    -----
+    The paper leaves these choices open; the public re-implementations that
+    took it literally did not converge. Each choice and its reason:
+
+    *Geometry.* Every objective depends on :math:`UU^\top` only. We use the
+    Riemannian gradient :math:`G = (I - UU^\top)\nabla f` on St(p, d) and the
+    polar retraction (the nearest matrix with orthonormal columns, i.e. the
+    projection :math:`\Pi` of eq. (15)), and test the Armijo condition at the
+    retracted point, so that it guarantees what it claims. With Euclidean
+    gradients, as in the paper, :math:`\nabla\mathcal{L} = -2X^\top XU` keeps
+    the component :math:`-2U(U^\top X^\top XU)` normal to the manifold, which
+    never vanishes: :math:`\|D\|` cannot reach 0 and Algorithm 1's stopping
+    test never fires.
+
+    *Regulariser.* :math:`\|U\|_F^2 = d` on St(p, d): :math:`\alpha\|U\|_F^2`
+    is the same constant in every objective and its Riemannian gradient is
+    zero. It is added to the values reported in ``history_`` and left out of
+    the line-search comparisons, so the iterates do not depend on ``alpha``
+    at all (tested). The main text's bound, :math:`\max_{i,j}
+    \gamma_{\min}(X_i^\top X_i) - \gamma_{\max}(X_j^\top X_j)`, swaps the extreme
+    eigenvalues of the convexity condition derived in Appendix C, which
+    ``"auto"`` uses.
+
+    *Scaling.* Objectives are divided by :math:`\|X\|_F^2`, so the loss is the
+    fraction of variance lost; each penalty is applied to the disparity
+    divided by the largest absolute disparity at PCA (its argument is then at
+    most 1 at PCA; this matters only for ``"exp"``). Scaling X or repeating
+    its rows leaves the result unchanged (tested).
+
+    *Normalisation (Remark 1).* Gradients are divided by fixed numbers taken
+    at the start of each run: the loss's by its norm, the disparities' by the
+    largest disparity-gradient norm (they share one unit, so a pair that is
+    already nearly equal keeps its small gradient instead of being inflated
+    into a veto). Fixed divisors are the same as dividing each objective by a
+    constant, which changes neither Pareto criticality nor the convergence
+    theory (Fliege & Svaiter, 2000: every accumulation point is
+    Pareto-critical). Dividing by the *current* norms at every iterate is
+    not: for :math:`\psi(z) = z^2/2` it turns the disparity's gradient into
+    that of :math:`|\Delta|`, the direction keeps a fixed push across
+    :math:`\Delta = 0`, the Armijo test then accepts only steps proportional
+    to :math:`|\Delta|`, and :math:`\|D\|` stays away from 0.
+
+    *Starting point (Remark 2).* PCA minimises :math:`\mathcal{L}`, so it is
+    Pareto-optimal for every objective vector containing it: Algorithm 1
+    started at PCA stops at once with the unfair PCA. A Pareto descent only
+    moves to subspaces no worse than its start in every objective, so the
+    start decides the outcome. We first run the same descent on the pairwise
+    disparities alone, from PCA, with moves :math:`\|\eta D\|_F \le 2^{-5}` so
+    that it follows their descent path instead of jumping far from PCA (a
+    jump can cost many percent of the loss). It is steered by the loss: the
+    step follows the Pareto direction of the disparities *and* the loss
+    (whose gradient, zero at PCA, is normalised at each iterate), so that the
+    loss does not rise to first order, unless that direction is shorter than
+    a tenth of the disparities' own; only the disparities must pass the
+    Armijo test there. It stops at the first iterate whose disparities are
+    all within ``disparity_ratio`` of PCA's largest, or when they are
+    Pareto-critical, or after ``max_iter`` steps. The Pareto descent of
+    eq. (19) starts there; it lowers the loss and usually drives the
+    disparities further towards 0. (On data where fairness is costly the
+    result's loss was within 5 % of the best exactly fair subspace an
+    independent solver found; see the tests.)
+
+    *Direction.* :math:`D = -\sum_i \lambda_i \hat G_i` with :math:`\lambda`
+    the minimum-norm point of the convex hull of the normalised gradients
+    :math:`\hat G_i` (eq. (37)): closed form for two objectives, otherwise an
+    exact active-set solution of the simplex QP, warm-started from the
+    previous weights. (SLSQP was tried: near the end of a descent, where the
+    gradients almost cancel, its answer violated Lemma 1 by up to three times
+    :math:`\|D\|^2`, so :math:`D` raised an objective and the line search
+    failed; it was also the slowest part of an iteration.)
+
+    *Step.* :math:`\eta = 2^{-p}`, :math:`p` an integer, halved from a first
+    trial until :math:`f_i(R_U(\eta D)) \le f_i(U) + \beta\eta\langle G_i, D\rangle`
+    for every objective (eq. (16)), :math:`\beta = 10^{-4}`, at most 60
+    halvings. The first trial is the largest :math:`\eta` with
+    :math:`\|\eta D\|_F \le 1`, or twice the previous step if that is smaller.
+    The paper's :math:`\eta \le 1` makes the moves shrink with :math:`\|D\|`
+    and the descent crawl once the gradients nearly cancel; starting from
+    twice the previous step saves most of the halvings. No objective ever
+    increases during the descent.
+
+    *Stopping.* :math:`\|D\|_F^2` is the largest rate at which all normalised
+    objectives can decrease together (Lemma 1:
+    :math:`\langle D, \hat G_i\rangle \le -\|D\|^2`); ``tol = 1e-4`` stops when
+    it is below :math:`10^{-8}` of the loss's initial rate. Otherwise a
+    ``ConvergenceWarning`` reports the :math:`\|D\|_F` reached.
+
+    *More than two groups.* With :math:`\psi(z) = z^2/2` a pair of groups
+    whose disparity errors are nearly equal has a flat penalty, and no
+    direction lowers every pairwise objective at a useful rate: both stages
+    soon become Pareto-critical. Every pairwise gap shrinks, but often only
+    by a few percent (the paper: "adding more objectives ... makes the
+    optimization over all objectives more difficult").
+
+    *Degenerate groups.* A group with fewer rows than ``n_components`` has an
+    exact rank-d optimum (zero loss), so its disparity error is its loss.
+    Pairs of groups with equal scatter matrices (e.g. identical groups) give
+    constant disparities and are left out; if PCA's disparities are all 0 up
+    to rounding, PCA is returned.
+
+    References
+    ----------
+    M. M. Kamani, F. Haddadpour, R. Forsati and M. Mahdavi. Efficient Fair
+    Principal Component Analysis. arXiv:1911.04931, 2019.
+
+    J. Fliege and B. F. Svaiter. Steepest descent methods for multicriteria
+    optimization. Mathematical Methods of Operations Research 51(3), 2000.
+
+    Examples
+    --------
+    >>> from fairpca import ParetoFairPCA
+    >>> from fairpca.datasets import make_gaussian_groups
+    >>> from fairpca.metrics import pairwise_disparity_error
+    >>> from sklearn.decomposition import PCA
+    >>> X, s = make_gaussian_groups(n_samples=500, n_features=8, random_state=0)
+    >>> fair = ParetoFairPCA(n_components=2).fit(X, sensitive_features=s)
+    >>> fair.transform(X).shape
+    (500, 2)
+    >>> pca = PCA(n_components=2).fit(X)
+    >>> gap = lambda proj: abs(next(iter(pairwise_disparity_error(X, s, proj).values())))
+    >>> bool(gap(fair) <= 0.1 * gap(pca))
+    True
+    """
+
+    def __init__(
+        self,
+        n_components=2,
+        *,
+        disparity="pairwise",
+        psi="square",
+        disparity_ratio=0.1,
+        alpha="auto",
+        tol=1e-4,
+        max_iter=1000,
+        verbose=0,
+    ):
+        self.n_components = n_components
+        self.disparity = disparity
+        self.psi = psi
+        self.disparity_ratio = disparity_ratio
+        self.alpha = alpha
+        self.tol = tol
+        self.max_iter = max_iter
+        self.verbose = verbose
+
+    def fit(self, X, y=None, *, sensitive_features=None):
+        """Fit the Pareto fair projection.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training data.
+        y : None
+            Ignored.
+        sensitive_features : array-like of shape (n_samples,)
+            Protected group of each row (at least two groups). Without it a
+            ``UserWarning`` is issued and group-blind PCA is fitted; then only
+            ``n_iter_ = 1`` (scikit-learn's convention for iterative
+            estimators) and ``converged_ = True`` are set among the attributes
+            specific to this class.
+
+        Returns
+        -------
+        self : ParetoFairPCA
+            The fitted estimator.
+        """
+        self._check_params()
+        super().fit(X, y, sensitive_features=sensitive_features)
+        if sensitive_features is None:
+            for name in _FIT_ATTRIBUTES:
+                self.__dict__.pop(name, None)
+            self.n_iter_, self.converged_ = 1, True
+        return self
+
+    def _check_params(self):
+        """Validate the hyper-parameters (before any work on the data)."""
+        for name, options in (("disparity", _DISPARITY_KINDS), ("psi", _PSI_KINDS)):
+            value = getattr(self, name)
+            if not isinstance(value, str) or value not in options:
+                listed = ", ".join(repr(o) for o in options)
+                raise ValueError(f"{name} must be one of {listed}; got {value!r}.")
+        check_number(
+            self.disparity_ratio,
+            "disparity_ratio",
+            numbers.Real,
+            minimum=0,
+            maximum=1,
+            include_boundaries="right",
+        )
+        if not (isinstance(self.alpha, str) and self.alpha == "auto"):
+            if isinstance(self.alpha, str):
+                raise ValueError(f"alpha must be 'auto' or a number >= 0; got {self.alpha!r}.")
+            check_number(self.alpha, "alpha", numbers.Real, minimum=0)
+        check_number(self.tol, "tol", numbers.Real, minimum=0)
+        check_number(self.max_iter, "max_iter", minimum=0)
+        check_number(self.verbose, "verbose", minimum=0)
+
+    def _fit_components(self, X, codes, moments, y):
+        self._check_params()
+        d = self.n_components
+        # Scatter matrices around the pooled mean: sums over rows, as the paper.
+        scatters = moments.second_moment("pooled") * moments.counts[:, None, None]
+        total = float(np.trace(scatters.sum(axis=0)))
+        if not np.isfinite(total):
+            raise ValueError(
+                "the total sum of squares of X is not finite (values too large for float64); "
+                "rescale X."
+            )
+        U = _top_eigenvectors(scatters.sum(axis=0), d).T
+        if total > 0:
+            scatters = scatters / total
+        # Ascending eigenvalues of each group's scatter matrix.
+        spectra = np.linalg.eigvalsh(scatters)
+        self.alpha_ = _auto_alpha(spectra) if self.alpha == "auto" else float(self.alpha)
+        vectors = None
+        if total > 0:  # else all rows are equal and every subspace loses nothing
+            labels = [str(g) for g in self.groups_]
+            vectors = _objective_vectors(
+                scatters, spectra, U, self.disparity, self.psi, self.alpha_, labels
+            )
+        if vectors is None:
+            logger.info("PCA's disparities are zero up to rounding: returning PCA")
+            loss = 1.0 - np.einsum("pd,pq,qd->", U, scatters.sum(axis=0), U) if total > 0 else 0.0
+            self._record_pca(loss + self.alpha_ * d)
+            return U.T, None
+        objectives, start_objectives, loss = vectors
+
+        start = _pareto_descent(
+            start_objectives,
+            U,
+            tol=self.tol,
+            max_iter=self.max_iter,
+            target=self.disparity_ratio,
+            max_move=_START_MAX_MOVE,
+            steer=loss,
+            label="start search: ",
+            verbose=self.verbose,
+        )
+        run = _pareto_descent(
+            objectives,
+            start.point,
+            tol=self.tol,
+            max_iter=self.max_iter,
+            label="Pareto descent: ",
+            verbose=self.verbose,
+        )
+        self.objective_names_ = list(objectives.names)
+        self.start_history_ = _as_history(start)
+        self.history_ = _as_history(run)
+        self.n_iter_ = start.n_steps + run.n_steps
+        self.direction_norm_ = run.direction_norm[-1]
+        self.converged_ = run.status == "converged"
+        if not self.converged_:
+            warnings.warn(
+                f"ParetoFairPCA did not converge ({run.status}): |D| = "
+                f"{self.direction_norm_:.3g} > tol = {self.tol:g} after {self.n_iter_} steps. "
+                "Increase max_iter or tol.",
+                ConvergenceWarning,
+                stacklevel=4,
+            )
+        return run.point.T, None
+
+    def _record_pca(self, value):
+        """Fitted attributes of a fit that returns PCA without a step."""
+        record = {"objectives": np.array([[value]]), "direction_norm": np.zeros(1)}
+        record.update(step=np.zeros(1), weights=np.ones((1, 1)))
+        self.history_ = record
+        self.start_history_ = {key: item.copy() for key, item in record.items()}
+        self.objective_names_ = ["loss"]
+        self.n_iter_ = 0
+        self.direction_norm_ = 0.0
+        self.converged_ = True
+
+
+def _auto_alpha(spectra):
+    """Appendix C's regularisation weight ``max_{a != b} gamma_max(S_a) - gamma_min(S_b)``.
+
+    It bounds ``lambda_max(S_a - S_b)`` (Weyl), so every
+    ``Delta_ab(U) + alpha |U|_F^2`` is convex on ``R^{p x d}`` (the Hessian of
+    ``Delta_ab`` is ``-2 (S_a - S_b)``). At least 0.
+
+    Parameters
+    ----------
+    spectra : ndarray of shape (k, p)
+        Ascending eigenvalues of each group's scatter matrix.
+    """
+    k = len(spectra)
+    gaps = [spectra[a, -1] - spectra[b, 0] for a in range(k) for b in range(k) if a != b]
+    return max(0.0, float(max(gaps)))
+
+
+def _objective_vectors(scatters, spectra, U, disparity, psi, alpha, labels):
+    """The objective vectors of the Pareto descent and of the start search, and the loss.
+
+    Parameters
+    ----------
+    scatters : ndarray of shape (k, p, p)
+        Group scatter matrices around the pooled mean, divided by the total
+        sum of squares.
+    spectra : ndarray of shape (k, p)
+        Their ascending eigenvalues.
+    U : ndarray of shape (p, d)
+        PCA's basis (the top ``d`` eigenvectors of ``scatters.sum(0)``).
+    disparity, psi : str
+        As in :class:`ParetoFairPCA`.
+    alpha : float
+        Regularisation weight.
+    labels : list of str
+        Group names, for the objective names.
+
+    Returns
+    -------
+    vectors : (_Objectives, _Objectives, _Objectives) or None
+        ``None`` when PCA's disparities are all zero up to rounding.
+    """
+    k, d = scatters.shape[0], U.shape[1]
+    # Each group's own best rank-d loss, via the sum of its top-d eigenvalues
+    # (all of them when the group has fewer than d rows: its optimum is exact).
+    best = spectra[:, ::-1][:, :d].sum(axis=1)
+    errors_pca = best - np.einsum("pd,kpq,qd->k", U, scatters, U)
+    eye = np.eye(k)
+    # Equal scatter matrices give a constant disparity: leave such pairs out.
+    pairs = [
+        (a, b)
+        for a, b in combinations(range(k), 2)
+        if np.linalg.norm(scatters[a] - scatters[b]) > _FAIR_RTOL
+    ]
+    gaps_pca = np.array([errors_pca[a] - errors_pca[b] for a, b in pairs])
+    largest_gap = float(np.max(np.abs(gaps_pca))) if pairs else 0.0
+    if largest_gap <= _FAIR_RTOL:
+        return None
+    pair_coef = np.array([eye[a] - eye[b] for a, b in pairs])
+    pair_offset = np.array([best[a] - best[b] for a, b in pairs])
+    pair_names = [f"psi(Delta[{labels[a]}, {labels[b]}])" for a, b in pairs]
+    if disparity == "pairwise":
+        fair_coef, fair_offset, fair_names, fair_scale = (
+            pair_coef,
+            pair_offset,
+            pair_names,
+            largest_gap,
+        )
+    else:
+        fair_coef, fair_offset, fair_scale = eye, best, float(np.max(errors_pca))
+        fair_names = [f"psi(E[{label}])" for label in labels]
+    m = 1 + len(fair_coef)
+    objectives = _Objectives(
+        scatters,
+        np.vstack([np.ones((1, k)), fair_coef]),
+        np.concatenate([[1.0], fair_offset]),
+        np.concatenate([[1.0], np.full(m - 1, fair_scale)]),
+        ("linear",) + (psi,) * (m - 1),
+        alpha * d,
+        ("loss", *fair_names),
+        (0,) + (1,) * (m - 1),
+    )
+    start_objectives = _Objectives(
+        scatters,
+        pair_coef,
+        pair_offset,
+        np.full(len(pairs), largest_gap),
+        (psi,) * len(pairs),
+        alpha * d,
+        tuple(pair_names),
+        (1,) * len(pairs),
+    )
+    loss = _Objectives(
+        scatters, np.ones((1, k)), np.ones(1), np.ones(1), ("linear",), 0.0, ("loss",), (0,)
+    )
+    return objectives, start_objectives, loss
+
+
+def _as_history(run):
+    """A run's record as a dict of arrays."""
+    history = {
+        "objectives": np.array(run.objectives),
+        "direction_norm": np.array(run.direction_norm),
+        "step": np.array(run.step),
+        "weights": np.array(run.weights),
+    }
+    if run.loss:
+        history["loss"] = np.array(run.loss)
+        history["steered"] = np.array(run.steered, dtype=bool)
+    return history

@@ -1,0 +1,560 @@
+import warnings
+from itertools import combinations
+
+import cvxpy as cp
+import numpy as np
+import pytest
+from scipy.optimize import minimize
+from sklearn.decomposition import PCA
+from sklearn.exceptions import ConvergenceWarning
+
+import fairpca.pareto as pareto
+from fairpca.datasets import make_gaussian_groups
+from fairpca.metrics import (
+    marginal_loss,
+    pairwise_disparity_error,
+    reconstruction_error,
+)
+from fairpca.pareto import ParetoFairPCA
+from fairpca.stiefel import random_point, retract_polar, subspace_distance
+
+# ----------------------------------------------------------------- helpers
+
+
+def fit_quiet(est, X, s):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        return est.fit(X, sensitive_features=s)
+
+
+def mean_abs_gap(X, s, projection, d=None):
+    gaps = pairwise_disparity_error(X, s, projection, n_components=d)
+    return float(np.mean(np.abs(list(gaps.values()))))
+
+
+def pca_basis(X, d):
+    return PCA(n_components=d).fit(X).components_.T
+
+
+def three_groups(seed=0, n=600, p=8):
+    """Three groups with different covariance directions and sizes."""
+    X, s = make_gaussian_groups(
+        n_samples=n, n_features=p, n_groups=3, group_weights=[0.5, 0.3, 0.2], random_state=seed
+    )
+    return X, s
+
+
+def reference_values(X, s, U, d, psi, kind="pairwise"):
+    """Objectives of eq. (19) without alpha, computed from the raw rows (no moments)."""
+    Xc = X - X.mean(axis=0)
+    total = np.sum(Xc**2)
+
+    def errors(V):
+        out = []
+        for g in np.unique(s):
+            A = Xc[s == g]
+            own = np.sum(np.linalg.svd(A, compute_uv=False)[d:] ** 2)
+            out.append(np.sum((A - A @ V @ V.T) ** 2) - own)
+        return np.array(out)
+
+    def raw(V):
+        e = errors(V)
+        if kind == "pairwise":
+            return np.array([e[a] - e[b] for a, b in combinations(range(len(e)), 2)])
+        return e
+
+    at_pca = raw(pca_basis(X, d))
+    scale = np.max(np.abs(at_pca)) if kind == "pairwise" else np.max(at_pca)
+    z = raw(U) / scale
+    penalty = {"square": 0.5 * z**2, "abs": np.abs(z), "exp": np.cosh(z) - 1}[psi]
+    loss = np.sum((Xc - Xc @ U @ U.T) ** 2) / total
+    return np.concatenate([[loss], penalty])
+
+
+def module_objectives(X, s, d, psi, kind="pairwise"):
+    """The module's objective vector, built from the scatter matrices as fit does."""
+    Xc = X - X.mean(axis=0)
+    groups = np.unique(s)
+    scatters = np.array([Xc[s == g].T @ Xc[s == g] for g in groups])
+    U0 = pareto._top_eigenvectors(scatters.sum(axis=0), d).T
+    total = np.trace(scatters.sum(axis=0))
+    labels = [str(g) for g in groups]
+    normalised = scatters / total
+    spectra = np.linalg.eigvalsh(normalised)
+    objectives, start, _ = pareto._objective_vectors(
+        normalised, spectra, U0, kind, psi, 0.0, labels
+    )
+    return objectives, start
+
+
+def random_tangent(U, rng):
+    V = rng.standard_normal(U.shape)
+    return V - U @ (U.T @ V + V.T @ U) / 2
+
+
+# ----------------------------------------------------------- the direction
+
+
+def brute_force_min_norm(gram, steps):
+    """Smallest lam^T gram lam over a grid of the simplex (m = 2 or 3)."""
+    t = np.linspace(0.0, 1.0, steps + 1)
+    if gram.shape[0] == 2:
+        lam = np.stack([t, 1 - t], axis=1)
+    else:
+        a, b = np.meshgrid(t, t)
+        keep = a + b <= 1
+        lam = np.stack([a[keep], b[keep], 1 - a[keep] - b[keep]], axis=1)
+    return float(np.min(np.einsum("ni,ij,nj->n", lam, gram, lam)))
+
+
+def cvxpy_min_norm(gradients):
+    flat = gradients.reshape(len(gradients), -1)
+    lam = cp.Variable(len(flat))
+    problem = cp.Problem(cp.Minimize(cp.sum_squares(flat.T @ lam)), [lam >= 0, cp.sum(lam) == 1])
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Solution may be inaccurate")
+        problem.solve(solver=cp.CLARABEL, tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12)
+    return -(flat.T @ lam.value).reshape(gradients.shape[1:])
+
+
+def random_gradients(rng, m, shape=(7, 3)):
+    G = rng.standard_normal((m, *shape)) * rng.uniform(0.1, 3.0, size=(m, 1, 1))
+    kind = rng.integers(3)
+    if kind == 1 and m >= 2:  # two nearly opposite gradients: D close to 0
+        G[1] = -G[0] * rng.uniform(0.5, 2.0) + 1e-3 * rng.standard_normal(shape)
+    if kind == 2 and m >= 3:  # affinely dependent gradients
+        G[2] = 0.3 * G[0] + 0.7 * G[1]
+    return G
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_direction_lemma1_and_independent_qp(seed):
+    rng = np.random.default_rng(seed)
+    m = int(rng.integers(2, 8))
+    G = random_gradients(rng, m)
+    D, lam = pareto._pareto_direction(G)
+    assert np.all(lam >= 0) and lam.sum() == pytest.approx(1.0)
+    np.testing.assert_allclose(D, -np.tensordot(lam, G, axes=1), atol=1e-12)
+    # Lemma 1: <D, G_i> <= -|D|^2 for every objective.
+    norm2 = np.sum(D * D)
+    slopes = np.einsum("ipd,pd->i", G, D)
+    assert np.all(slopes <= -norm2 + 1e-10 * np.max(np.sum(G * G, axis=(1, 2))))
+    # The min-norm point is unique: compare with an interior-point solution,
+    # which is accurate to about 1e-6 when the gradients nearly cancel; ours
+    # is never longer than it.
+    D_cvx = cvxpy_min_norm(G)
+    np.testing.assert_allclose(D, D_cvx, atol=1e-5 * np.abs(G).max())
+    assert norm2 <= np.sum(D_cvx * D_cvx) + 1e-12 * np.abs(G).max() ** 2
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_min_norm_weights_against_brute_force(seed):
+    rng = np.random.default_rng(100 + seed)
+    for m, steps in ((2, 20000), (3, 600)):
+        flat = random_gradients(rng, m).reshape(m, -1)
+        gram = flat @ flat.T
+        lam = pareto._min_norm_weights(gram)
+        ours = lam @ gram @ lam
+        brute = brute_force_min_norm(gram, steps)
+        assert ours <= brute + 1e-12 * gram.max()
+        assert brute - ours <= 8.0 * np.abs(gram).max() / steps**2 + 1e-12
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_two_objective_closed_form_matches_qp(seed):
+    rng = np.random.default_rng(200 + seed)
+    flat = random_gradients(rng, 2).reshape(2, -1)
+    gram = flat @ flat.T
+    closed = pareto._min_norm_weights(gram)
+    qp = pareto._min_norm_weights_qp(gram)
+    np.testing.assert_allclose(closed @ flat, qp @ flat, atol=1e-10 * np.abs(flat).max())
+
+
+def test_every_direction_of_a_fit_satisfies_lemma1(monkeypatch):
+    """Spy on the directions computed during real fits (with their normalised gradients)."""
+    calls = []
+    original = pareto._pareto_direction
+
+    def spy(gradients, start=None):
+        D, lam = original(gradients, start)
+        calls.append((gradients, D))
+        return D, lam
+
+    monkeypatch.setattr(pareto, "_pareto_direction", spy)
+    X2, s2 = make_gaussian_groups(n_samples=400, n_features=8, random_state=3)
+    X3, s3 = three_groups(seed=4)
+    for X, s, kind in ((X2, s2, "pairwise"), (X3, s3, "pairwise"), (X3, s3, "single")):
+        ParetoFairPCA(2, disparity=kind, max_iter=200).fit(X, sensitive_features=s)
+    assert len(calls) > 20
+    for G, D in calls:
+        norm2 = np.sum(D * D)
+        slopes = np.einsum("ipd,pd->i", G, D)
+        active = np.sum(G * G, axis=(1, 2)) > 0
+        assert np.all(slopes[active] <= -norm2 + 1e-10)
+
+
+# ------------------------------------------------------- objectives and gradients
+
+
+@pytest.mark.parametrize("psi", ["square", "abs", "exp"])
+@pytest.mark.parametrize("kind", ["pairwise", "single"])
+def test_objective_values_match_raw_definitions(psi, kind):
+    X, s = three_groups(seed=1)
+    d = 3
+    objectives, _ = module_objectives(X, s, d, psi, kind)
+    for U in (pca_basis(X, d), random_point(X.shape[1], d, random_state=0)):
+        np.testing.assert_allclose(
+            objectives.values(U), reference_values(X, s, U, d, psi, kind), rtol=1e-9, atol=1e-12
+        )
+
+
+@pytest.mark.parametrize("psi", ["square", "abs", "exp"])
+@pytest.mark.parametrize("kind", ["pairwise", "single"])
+def test_riemannian_gradients_match_finite_differences(psi, kind):
+    X, s = three_groups(seed=2)
+    d = 2
+    objectives, start = module_objectives(X, s, d, psi, kind)
+    rng = np.random.default_rng(1)
+    h = 1e-6
+    for seed in range(3):
+        U = random_point(X.shape[1], d, random_state=seed)
+        for objs in (objectives, start):
+            _, _, G = objs.evaluate(U)
+            # Gradients are tangent: U^T G is skew (here zero: horizontal).
+            np.testing.assert_allclose(np.einsum("pd,ope->ode", U, G), 0, atol=1e-12)
+            V = random_tangent(U, rng)
+            plus = objs.values(retract_polar(U, h * V))
+            minus = objs.values(retract_polar(U, -h * V))
+            np.testing.assert_allclose(
+                (plus - minus) / (2 * h), np.einsum("opd,pd->o", G, V), rtol=1e-5, atol=1e-8
+            )
+
+
+# --------------------------------------------------------------- the descent
+
+
+@pytest.fixture(scope="module")
+def binary():
+    return make_gaussian_groups(n_samples=800, n_features=10, random_state=7)
+
+
+def best_fair_loss(X, s, d, n_starts=0):
+    """Smallest total loss with Delta = 0 found by SLSQP over U = polar(W) (independent).
+
+    Started from PCA (and ``n_starts`` random points, which found nothing better here).
+    """
+    Xc = X - X.mean(axis=0)
+    total = np.sum(Xc**2)
+    parts = [Xc[s == g] for g in np.unique(s)]
+    scatters = [A.T @ A for A in parts]
+    own = [np.sum(np.linalg.svd(A, compute_uv=False)[d:] ** 2) for A in parts]
+    traces = [np.trace(S) for S in scatters]
+
+    def polar(w):
+        u, _, vt = np.linalg.svd(w.reshape(X.shape[1], d), full_matrices=False)
+        return u @ vt
+
+    def errors(w):
+        U = polar(w)
+        return [t - np.sum(U * (S @ U)) - o for S, t, o in zip(scatters, traces, own, strict=True)]
+
+    def gap(w):
+        e = errors(w)
+        return (e[0] - e[1]) / total
+
+    def loss(w):
+        U = polar(w)
+        return 1.0 - sum(np.sum(U * (S @ U)) for S in scatters) / total
+
+    rng = np.random.default_rng(0)
+    starts = [pca_basis(X, d)] + [rng.standard_normal((X.shape[1], d)) for _ in range(n_starts)]
+    best = np.inf
+    for w0 in starts:
+        result = minimize(
+            loss,
+            w0.ravel(),
+            method="SLSQP",
+            constraints=[{"type": "eq", "fun": gap}],
+            options={"maxiter": 500, "ftol": 1e-12},
+        )
+        if abs(gap(result.x)) < 1e-9:
+            best = min(best, loss(result.x))
+    return best * total / X.shape[0]
+
+
+def test_binary_fit_is_fair_and_nearly_as_cheap_as_the_best_fair_subspace(binary):
+    X, s = binary
+    d = 3
+    est = fit_quiet(ParetoFairPCA(d), X, s)
+    pca = PCA(n_components=d).fit(X)
+    assert est.converged_ and est.direction_norm_ <= est.tol
+    assert est.history_["direction_norm"][-1] == est.direction_norm_
+    assert mean_abs_gap(X, s, est) <= 0.2 * mean_abs_gap(X, s, pca)
+    # On these groups fairness is costly (about 12 % of the loss): compare with
+    # the best exactly fair subspace an independent solver finds.
+    best = best_fair_loss(X, s, d)
+    assert reconstruction_error(X, pca) < best <= 1.2 * reconstruction_error(X, pca)
+    assert reconstruction_error(X, est) <= 1.05 * best
+    Z = est.transform(X)
+    assert Z.shape == (X.shape[0], d) and np.all(np.isfinite(Z))
+    np.testing.assert_allclose(est.components_ @ est.components_.T, np.eye(d), atol=1e-10)
+
+
+def test_objectives_never_increase_and_history_is_consistent(binary):
+    X, s = binary
+    for kind in ("pairwise", "single"):
+        est = fit_quiet(ParetoFairPCA(3, disparity=kind), X, s)
+        for record in (est.history_, est.start_history_):
+            f = record["objectives"]
+            n = len(f)
+            assert record["direction_norm"].shape == record["step"].shape == (n,)
+            assert record["weights"].shape == f.shape
+            np.testing.assert_allclose(record["weights"].sum(axis=1), 1.0)
+            assert np.all(np.diff(f, axis=0) <= 1e-12 * np.abs(f[:-1]))
+            assert np.all(record["step"][:-1] > 0) and record["step"][-1] == 0
+        assert len(est.history_["step"]) + len(est.start_history_["step"]) - 2 == est.n_iter_
+        # The last recorded values are the objectives of the returned subspace.
+        U = est.components_.T
+        expected = reference_values(X, s, U, 3, "square", kind) + est.alpha_ * 3
+        np.testing.assert_allclose(est.history_["objectives"][-1], expected, rtol=1e-8)
+        names = est.objective_names_
+        assert names[0] == "loss" and len(names) == est.history_["objectives"].shape[1]
+        # The start search records the loss it steers by; it may rise there.
+        start = est.start_history_
+        assert start["loss"].shape == start["steered"].shape == start["step"].shape
+        first = est.history_["objectives"][0, 0] - est.alpha_ * 3
+        assert start["loss"][-1] == pytest.approx(first, rel=1e-12)
+
+
+def test_nonconvergence_warns_with_the_achieved_norm(binary):
+    X, s = binary
+    with pytest.warns(ConvergenceWarning, match=r"\|D\| = [0-9.e+-]+ > tol = 1e-12"):
+        est = ParetoFairPCA(3, tol=1e-12, max_iter=2).fit(X, sensitive_features=s)
+    assert not est.converged_ and est.direction_norm_ > 1e-12
+    assert np.all(np.isfinite(est.components_))
+
+
+def test_converged_fits_do_not_warn(binary):
+    X, s = binary
+    for d in (1, 2, 4):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            est = ParetoFairPCA(d).fit(X, sensitive_features=s)
+        assert est.converged_ == (est.direction_norm_ <= est.tol)
+        assert any(issubclass(w.category, ConvergenceWarning) for w in caught) != est.converged_
+
+
+def test_disparity_ratio_bounds_the_result_and_one_returns_pca(binary):
+    X, s = binary
+    d = 3
+    pca = PCA(n_components=d).fit(X)
+    for ratio in (0.5, 0.2):
+        est = fit_quiet(ParetoFairPCA(d, disparity_ratio=ratio), X, s)
+        assert mean_abs_gap(X, s, est) <= ratio * mean_abs_gap(X, s, pca) * (1 + 1e-9)
+    est = fit_quiet(ParetoFairPCA(d, disparity_ratio=1.0), X, s)
+    assert subspace_distance(est.components_.T, pca.components_.T) < 1e-8
+    assert est.n_iter_ == 0
+
+
+def test_alpha_does_not_change_the_iterates(binary):
+    X, s = binary
+    fits = [fit_quiet(ParetoFairPCA(3, alpha=a), X, s) for a in (0.0, 7.5, "auto")]
+    for est in fits[1:]:
+        np.testing.assert_array_equal(est.components_, fits[0].components_)
+        shift = (est.alpha_ - fits[0].alpha_) * 3
+        np.testing.assert_allclose(
+            est.history_["objectives"], fits[0].history_["objectives"] + shift, rtol=1e-12
+        )
+    assert fits[2].alpha_ > 0  # the groups' scatter matrices differ
+
+
+def test_auto_alpha_is_appendix_c_bound(binary):
+    X, s = binary
+    est = fit_quiet(ParetoFairPCA(2), X, s)
+    Xc = X - X.mean(axis=0)
+    S = [Xc[s == g].T @ Xc[s == g] for g in np.unique(s)]
+    # gamma_max(X_a^T X_a) - gamma_min(X_b^T X_b), largest over a != b.
+    top = [np.linalg.svd(Xc[s == g], compute_uv=False)[0] ** 2 for g in np.unique(s)]
+    low = [np.linalg.eigvalsh(M)[0] for M in S]
+    expected = max(top[0] - low[1], top[1] - low[0])
+    assert est.alpha_ == pytest.approx(expected / np.sum(Xc**2), rel=1e-10)
+    # It bounds the largest eigenvalue of each difference (what convexity needs).
+    for a, b in ((0, 1), (1, 0)):
+        assert np.linalg.eigvalsh(S[a] - S[b])[-1] <= expected
+
+
+def test_scale_and_row_repetition_invariance(binary):
+    X, s = binary
+    base = fit_quiet(ParetoFairPCA(3), X, s)
+    scaled = fit_quiet(ParetoFairPCA(3), 1e3 * X + 5.0, s)
+    repeated = fit_quiet(ParetoFairPCA(3), np.repeat(X, 3, axis=0), np.repeat(s, 3))
+    for other in (scaled, repeated):
+        assert subspace_distance(base.components_.T, other.components_.T) < 1e-6
+
+
+def test_deterministic(binary):
+    X, s = binary
+    a = ParetoFairPCA(2).fit(X, sensitive_features=s)
+    b = ParetoFairPCA(2).fit(X, sensitive_features=s)
+    np.testing.assert_array_equal(a.components_, b.components_)
+
+
+def test_identical_groups_give_pca():
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((200, 6)) @ np.diag([3, 2, 1.5, 1, 0.5, 0.2])
+    X = np.vstack([A, A])
+    s = np.repeat(["a", "b"], 200)
+    est = fit_quiet(ParetoFairPCA(2), X, s)
+    assert subspace_distance(est.components_.T, pca_basis(X, 2)) < 1e-10
+    assert est.n_iter_ == 0 and est.converged_
+    assert np.all(np.isfinite(est.components_))
+
+
+@pytest.mark.parametrize("kind", ["pairwise", "single"])
+def test_three_groups(kind):
+    X, s = three_groups(seed=5)
+    d = 2
+    est = fit_quiet(ParetoFairPCA(d, disparity=kind), X, s)
+    pca = PCA(n_components=d).fit(X)
+    assert est.converged_ and len(est.objective_names_) == 4
+    fair = pairwise_disparity_error(X, s, est)
+    base = pairwise_disparity_error(X, s, pca)
+    if kind == "pairwise":
+        # Every pairwise objective was lowered from PCA on: every gap shrinks.
+        assert all(abs(fair[key]) < abs(base[key]) for key in base)
+    assert reconstruction_error(X, est) <= 1.1 * reconstruction_error(X, pca)
+
+
+def test_group_smaller_than_n_components():
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((150, 6)) @ np.diag([3, 2, 1.5, 1, 0.5, 0.2])
+    X = np.vstack([X, rng.standard_normal((2, 6))])
+    s = np.array([0] * 150 + [1] * 2)
+    d = 3
+    objectives, _ = module_objectives(X, s, d, "square", "single")
+    # The 2-row group's own rank-3 optimum is exact: its disparity error is its loss.
+    Xc = X - X.mean(axis=0)
+    U = pca_basis(X, d)
+    small = Xc[s == 1]
+    loss_small = np.sum((small - small @ U @ U.T) ** 2)
+    scale = objectives.scale[2] * np.sum(Xc**2)
+    z_small = np.sqrt(2 * objectives.values(U)[2])
+    assert z_small * scale == pytest.approx(loss_small, rel=1e-8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        est = ParetoFairPCA(d).fit(X, sensitive_features=s)
+    assert np.all(np.isfinite(est.components_))
+    assert mean_abs_gap(X, s, est) < mean_abs_gap(X, s, PCA(n_components=d).fit(X))
+
+
+def test_abs_and_exp_penalties_run(binary):
+    X, s = binary
+    pca = PCA(n_components=3).fit(X)
+    for psi in ("abs", "exp"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            est = ParetoFairPCA(3, psi=psi).fit(X, sensitive_features=s)
+        assert mean_abs_gap(X, s, est) <= 0.2 * mean_abs_gap(X, s, pca)
+        f = est.history_["objectives"]
+        assert np.all(np.diff(f, axis=0) <= 1e-12 * np.abs(f[:-1]))
+
+
+# ----------------------------------------------------------------- bad input
+
+
+@pytest.mark.parametrize(
+    "params, error, match",
+    [
+        ({"disparity": "both"}, ValueError, "disparity"),
+        ({"psi": "cube"}, ValueError, "psi"),
+        ({"disparity_ratio": 0.0}, ValueError, "disparity_ratio"),
+        ({"disparity_ratio": 1.5}, ValueError, "disparity_ratio"),
+        ({"alpha": -1.0}, ValueError, "alpha"),
+        ({"alpha": "big"}, ValueError, "alpha"),
+        ({"tol": -1e-3}, ValueError, "tol"),
+        ({"max_iter": 2.5}, TypeError, "max_iter"),
+        ({"max_iter": True}, TypeError, "max_iter"),
+        ({"verbose": -1}, ValueError, "verbose"),
+    ],
+)
+def test_bad_parameters(binary, params, error, match):
+    X, s = binary
+    with pytest.raises(error, match=match):
+        ParetoFairPCA(2, **params).fit(X, sensitive_features=s)
+
+
+def test_bad_parameters_are_rejected_before_the_data_is_read():
+    with pytest.raises(ValueError, match="psi"):
+        ParetoFairPCA(2, psi="cube").fit("not even an array", sensitive_features=None)
+
+
+def test_overflowing_data_is_a_clear_error():
+    X = np.array([[1e200, 0.0], [-1e200, 1.0], [1e200, 2.0], [-1e200, 3.0]])
+    with warnings.catch_warnings(), pytest.raises(ValueError, match="not finite"):
+        # GroupMoments warns about the overflow in X^T X first.
+        warnings.simplefilter("ignore", RuntimeWarning)
+        ParetoFairPCA(1).fit(X, sensitive_features=[0, 0, 1, 1])
+
+
+def test_verbose_logs(binary, caplog):
+    X, s = binary
+    with caplog.at_level("INFO", logger="fairpca.pareto"):
+        ParetoFairPCA(2, verbose=1).fit(X, sensitive_features=s)
+    assert any("Pareto descent" in r.message for r in caplog.records)
+
+
+# ------------------------------------------------------------ Kamani's data
+
+
+@pytest.fixture(scope="module")
+def kamani_splits():
+    from fairpca.experiments import kamani
+
+    cases = [("adult", "sex"), ("default_credit", "sex"), ("adult", "race")]
+    cases.append(("default_credit", "marriage"))
+    return {case: kamani(*case) for case in cases}
+
+
+#: The dimension Kamani et al. state (their downstream experiment, section 6.3).
+KAMANI_D = 10
+
+
+@pytest.mark.parametrize("case", [("adult", "sex"), ("default_credit", "sex")])
+def test_kamani_binary(kamani_splits, case):
+    split = kamani_splits[case]
+    X, s = split.X_train, split.s_train
+    est = fit_quiet(ParetoFairPCA(KAMANI_D), X, s)
+    pca = PCA(n_components=KAMANI_D).fit(X)
+    assert est.converged_
+    assert mean_abs_gap(X, s, est) <= 0.2 * mean_abs_gap(X, s, pca)
+    assert reconstruction_error(X, est) <= 1.03 * reconstruction_error(X, pca)
+
+
+@pytest.mark.parametrize("case", [("adult", "race"), ("default_credit", "marriage")])
+def test_kamani_multigroup_every_gap_shrinks(kamani_splits, case):
+    split = kamani_splits[case]
+    X, s = split.X_train, split.s_train
+    est = fit_quiet(ParetoFairPCA(KAMANI_D), X, s)
+    pca = PCA(n_components=KAMANI_D).fit(X)
+    fair = pairwise_disparity_error(X, s, est)
+    base = pairwise_disparity_error(X, s, pca)
+    assert len(base) == len(np.unique(s)) * (len(np.unique(s)) - 1) // 2
+    assert all(abs(fair[key]) < abs(base[key]) for key in base)
+    assert reconstruction_error(X, est) <= 1.03 * reconstruction_error(X, pca)
+
+
+def test_minmax_and_pareto_each_beat_pca_on_their_own_criterion(kamani_splits):
+    from fairpca.minmax_loss import MinMaxLossFairPCA
+
+    split = kamani_splits[("default_credit", "sex")]
+    X, s = split.X_train, split.s_train
+    d = KAMANI_D
+    pca = PCA(n_components=d).fit(X)
+    minmax = MinMaxLossFairPCA(n_components=d).fit(X, sensitive_features=s)
+    fair = fit_quiet(ParetoFairPCA(d), X, s)
+
+    def max_marginal(proj):
+        return max(marginal_loss(X, s, proj, n_components=d).values())
+
+    assert max_marginal(minmax) <= max_marginal(pca) + 1e-9
+    assert mean_abs_gap(X, s, fair, d) <= mean_abs_gap(X, s, pca, d)
