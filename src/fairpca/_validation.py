@@ -89,14 +89,14 @@ def check_data(X, name="X", *, min_samples=1):
         _reraise_conversion_error(exc, name)
 
 
-def _label_kind(value):
-    if isinstance(value, (bool, np.bool_)):
+def _label_kind(label_type):
+    if issubclass(label_type, (bool, np.bool_)):
         return "bool"
-    if isinstance(value, numbers.Number):
+    if issubclass(label_type, numbers.Number):
         return "number"
-    if isinstance(value, (str, bytes)):
+    if issubclass(label_type, (str, bytes)):
         return "string"
-    return type(value).__name__
+    return label_type.__name__
 
 
 def check_sensitive_features(
@@ -161,11 +161,16 @@ def check_sensitive_features(
     elif labels.dtype.kind == "c":
         raise TypeError(f"{name} must not be complex numbers.")
     elif labels.dtype.kind == "O":
-        kinds = set()
-        for value in labels:
-            if value is None or (isinstance(value, float) and np.isnan(value)):
-                raise ValueError(f"{name} contains missing labels (None or NaN).")
-            kinds.add(_label_kind(value))
+        # Kinds are decided per distinct type, not per row: rows can be many.
+        types = set(map(type, labels.tolist()))
+        missing = (
+            type(None) in types
+            or any(issubclass(t, float) for t in types)
+            and any(isinstance(v, float) and v != v for v in labels.tolist())
+        )
+        if missing:
+            raise ValueError(f"{name} contains missing labels (None or NaN).")
+        kinds = {_label_kind(t) for t in types}
         if len(kinds) > 1:
             raise TypeError(
                 f"{name} mixes label types ({', '.join(sorted(kinds))}); use labels of one type."
