@@ -9,6 +9,7 @@ from fairpca._base import FairPCABase
 from fairpca.minmax_loss import MinMaxLossFairPCA
 from fairpca.moments import GroupMoments
 from fairpca.pareto import ParetoFairPCA
+from fairpca.robust import RobustFairPCA
 
 __version__ = "0.1.0.dev0"
 
@@ -17,5 +18,6 @@ __all__ = [
     "GroupMoments",
     "MinMaxLossFairPCA",
     "ParetoFairPCA",
+    "RobustFairPCA",
     "__version__",
 ]

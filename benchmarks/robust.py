@@ -1,0 +1,161 @@
+"""Time RobustFairPCA (T = 1000 steps, PCA start + 20 random starts) against vanilla PCA.
+
+Data: 4000 LFW faces (2000 per sex, as in appendix D of Vu et al. 2022) from
+``fairpca.experiments.samadi2018("lfw")``, resized from 49 x 36 pixels to
+grids of p = 10 ... 576 pixels (24 x 24 is the paper's size), standardised.
+Synthetic Gaussian groups are used if the LFW files are not available.
+
+For every p the script prints the time of ``sklearn.decomposition.PCA(3).fit``
+and of ``RobustFairPCA(n_components=3).fit`` in both parametrisations, as
+ratios to PCA measured in the same run, and the relative difference of the
+objectives the two parametrisations reach. The complement parametrisation
+costs O(p^2 (p - d)) a step (about an hour per fit at p = 576); above
+``--complement-max-p`` its time is extrapolated from two short runs
+(``fit time = a + b T``, marked ``*``), and the objectives are compared on
+those short runs.
+
+BLAS is limited to ``--threads`` threads (default 1) for PCA and RFPCA alike,
+so that the ratio is not an artefact of thread contention on a shared machine.
+
+Usage::
+
+    python benchmarks/robust.py            # p in 10, 24, 48, 96, 192, 384, 576
+    python benchmarks/robust.py --quick    # p in 10, 48, 192, 576
+"""
+
+import argparse
+import time
+import warnings
+
+import numpy as np
+from scipy.ndimage import zoom
+from sklearn.decomposition import PCA
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.preprocessing import StandardScaler
+from threadpoolctl import threadpool_limits
+
+from fairpca.robust import RobustFairPCA
+
+GRIDS = {
+    10: (2, 5),
+    24: (4, 6),
+    48: (6, 8),
+    96: (8, 12),
+    192: (12, 16),
+    384: (16, 24),
+    576: (24, 24),
+}
+QUICK_SIZES = (10, 48, 192, 576)
+D = 3
+SHORT = (2, 6)  # steps of the short complement runs used for extrapolation
+
+
+def load_faces(n_per_group=2000, seed=0):
+    """4000 LFW images of shape (49, 36) and their sex labels, or ``None`` if unavailable."""
+    try:
+        from fairpca.experiments import samadi2018
+
+        split = samadi2018("lfw")
+    except (ImportError, OSError, ValueError) as exc:
+        print(f"LFW not available ({exc}); using synthetic data.")
+        return None
+    rng = np.random.default_rng(seed)
+    rows = np.concatenate(
+        [
+            rng.choice(np.flatnonzero(split.s_train == g), n_per_group, replace=False)
+            for g in np.unique(split.s_train)
+        ]
+    )
+    return split.X_train[rows].reshape(-1, 49, 36), split.s_train[rows]
+
+
+def data_for(p, faces, seed=0):
+    if faces is None:
+        from fairpca.datasets import make_gaussian_groups
+
+        X, s = make_gaussian_groups(n_samples=4000, n_features=p, random_state=seed)
+    else:
+        images, s = faces
+        h, w = GRIDS[p]
+        X = zoom(images, (1, h / images.shape[1], w / images.shape[2]), order=1)
+        X = X.reshape(len(images), -1)
+    return StandardScaler().fit_transform(X), s
+
+
+def best_time(fn, repeat):
+    """Smallest wall time of ``repeat`` calls of ``fn`` and its last result."""
+    times = []
+    result = None
+    for _ in range(repeat):
+        start = time.perf_counter()
+        result = fn()
+        times.append(time.perf_counter() - start)
+    return min(times), result
+
+
+def timed_fit(X, s, n_iter, parametrization, repeat=1):
+    """Best fit time of RobustFairPCA and the fitted estimator."""
+
+    def fit():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            est = RobustFairPCA(
+                n_components=D, n_iter=n_iter, parametrization=parametrization, random_state=0
+            )
+            return est.fit(X, sensitive_features=s)
+
+    return best_time(fit, repeat)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="4 sizes only")
+    parser.add_argument("--threads", type=int, default=1, help="BLAS threads (0: no limit)")
+    parser.add_argument("--n-iter", type=int, default=1000)
+    parser.add_argument(
+        "--complement-max-p",
+        type=int,
+        default=None,
+        help="largest p fitted in full with the complement form (default 96, quick 48)",
+    )
+    args = parser.parse_args()
+    sizes = QUICK_SIZES if args.quick else tuple(GRIDS)
+    complement_max_p = args.complement_max_p or (48 if args.quick else 96)
+    faces = load_faces()
+    limits = threadpool_limits(limits=args.threads) if args.threads > 0 else None
+    print(
+        f"RobustFairPCA(n_components={D}, n_iter={args.n_iter}, n_restarts=20) vs "
+        f"PCA({D}).fit on {'LFW faces' if faces else 'synthetic data'}, n = 4000; "
+        f"BLAS threads: {args.threads or 'unlimited'}"
+    )
+    print(
+        f"{'p':>4s} {'PCA s':>8s} {'direct s':>9s} {'ratio':>7s} "
+        f"{'complement s':>13s} {'ratio':>8s} {'rel. objective diff':>20s}"
+    )
+    for p in sizes:
+        X, s = data_for(p, faces)
+        pca_time, _ = best_time(lambda X=X: PCA(n_components=D).fit(X), 5)
+        repeat = 3 if p <= 96 else 1
+        direct_time, direct = timed_fit(X, s, args.n_iter, "direct", repeat)
+        if p <= complement_max_p:
+            comp_time, comp = timed_fit(X, s, args.n_iter, "complement", repeat)
+            mark = " "
+        else:
+            t1, _ = timed_fit(X, s, SHORT[0], "complement")
+            t2, comp = timed_fit(X, s, SHORT[1], "complement")
+            comp_time = t1 + (t2 - t1) / (SHORT[1] - SHORT[0]) * (args.n_iter - SHORT[0])
+            mark = "*"
+            _, direct = timed_fit(X, s, SHORT[1], "direct")
+        diff = abs(comp.objective_ - direct.objective_) / abs(direct.objective_)
+        print(
+            f"{p:4d} {pca_time:8.3f} {direct_time:9.2f} {direct_time / pca_time:7.1f} "
+            f"{comp_time:12.1f}{mark} {comp_time / pca_time:8.0f} {diff:20.2e}",
+            flush=True,
+        )
+    if limits is not None:
+        limits.restore_original_limits()
+    print("* extrapolated from runs of 2 and 6 steps; objectives compared after 6 steps.")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,811 @@
+"""Distributionally robust fair PCA (RFPCA) by Riemannian subgradient descent.
+
+Implements the method of
+
+    H. Vu, T. Tran, M.-C. Yue and V. A. Nguyen. "Distributionally Robust Fair
+    Principal Components via Geodesic Descents." ICLR 2022.
+
+For every group ``a`` (mass ``p_a = n_a / n``, second moment ``M_a`` about the
+pooled training mean, radius ``eps_a``) the conditional distribution may move
+within a Gelbrich (Wasserstein-type) ball of radius ``eps_a``; the projection
+minimises the worst case of the total reconstruction error plus ``lam`` times
+the largest gap between group reconstruction errors. Theorem 3.2 and appendix
+B of the paper turn this into a finite maximum of functions of the numbers
+``m_b = <I - V V^T, M_b>`` (each group's nominal reconstruction error), which is
+minimised over the Stiefel manifold by Algorithm 1 (Riemannian subgradient
+descent with constant step ``1 / sqrt(T + 1)``) from several starting points.
+
+The module also provides :func:`robust_objective` (the objective at given
+components), :class:`ReconstructionScorer` (``-(ARE + ABDiff)`` for model
+selection, usable in :class:`~sklearn.model_selection.GridSearchCV` with
+metadata routing) and :func:`robust_fair_pca_cv` (the paper's 3-fold selection
+of ``alpha`` and ``lam``).
+"""
+
+import logging
+import numbers
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils import check_random_state
+
+from fairpca._base import FairPCABase
+from fairpca._validation import _plain, check_data, check_number, check_sensitive_features
+
+__all__ = [
+    "ReconstructionScorer",
+    "RobustFairPCA",
+    "robust_fair_pca_cv",
+    "robust_objective",
+]
+
+logger = logging.getLogger(__name__)
+
+_RETRACTIONS = ("qr", "polar")
+_PARAMETRIZATIONS = ("complement", "direct")
+
+#: Relative size below which a group's complement second moment ``m_b`` counts as zero.
+_ZERO_MOMENT_RTOL = 1e-12
+
+
+# --------------------------------------------------------------------------
+# The objective (pure functions)
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class _Problem:
+    """Data of the robust objective, with ``k`` groups in ``p`` features.
+
+    Parameters
+    ----------
+    second_moments : ndarray of shape (k, p, p)
+        ``M_b``, each group's second moment about the pooled mean.
+    proportions : ndarray of shape (k,)
+        Group masses ``p_b``.
+    radii : ndarray of shape (k,)
+        Ball radii ``eps_b``.
+    lam : float
+        Weight of the error gap.
+
+    Attributes
+    ----------
+    side_by_side : ndarray of shape (p, k p)
+        ``[M_0, M_1, ...]``: one matrix product applies every ``M_b``.
+    traces : ndarray of shape (k,)
+        ``tr M_b``.
+    zero_moment : ndarray of shape (k,)
+        Values of ``m_b`` at or below which ``m_b`` counts as zero.
+    """
+
+    second_moments: np.ndarray
+    proportions: np.ndarray
+    radii: np.ndarray
+    lam: float
+
+    def __post_init__(self):
+        k, p, _ = self.second_moments.shape
+        traces = np.trace(self.second_moments, axis1=1, axis2=2)
+        derived = {
+            "side_by_side": np.ascontiguousarray(
+                self.second_moments.transpose(1, 0, 2).reshape(p, k * p)
+            ),
+            "traces": traces,
+            "zero_moment": _ZERO_MOMENT_RTOL * np.maximum(traces, np.finfo(float).tiny),
+            "sqrt_radii": np.sqrt(self.radii),
+            # Coefficient of 2 s_a' in h_a' (see _objective_from_moments).
+            "gap_coef": np.abs(self.proportions - self.lam) - self.proportions,
+            # -inf on the diagonal excludes a = a' from the maximum over pairs.
+            "diagonal": np.where(np.eye(k, dtype=bool), -np.inf, 0.0),
+        }
+        for name, value in derived.items():
+            object.__setattr__(self, name, value)
+
+    @property
+    def n_groups(self):
+        return self.proportions.shape[0]
+
+    @property
+    def n_features(self):
+        return self.second_moments.shape[1]
+
+
+def _objective_from_moments(m, problem):
+    r"""Robust objective and its derivative in ``m`` (appendix B of Vu et al.).
+
+    With ``s_b = sqrt(eps_b m_b)`` the objective is
+
+    .. math:: F = \max_{a \neq a'} \sum_b p_b (m_b + \varepsilon_b)
+              + 2 \sum_b c_{a a' b}\, s_b
+              + \lambda (m_a - m_{a'} + \varepsilon_a - \varepsilon_{a'}),
+
+    ``c = p_a + lam`` for ``b = a``, ``|p_a' - lam|`` for ``b = a'``, ``p_b``
+    otherwise. It splits as ``base + g_a + h_a'`` with ``g_a = lam (m_a + eps_a)
+    + 2 lam s_a`` and ``h_a' = -lam (m_a' + eps_a') + 2 (|p_a' - lam| - p_a') s_a'``.
+    For two groups it is ``max(J_0, J_1)`` of Theorem 3.2.
+
+    Where ``m_b`` is (numerically) zero, ``sqrt`` is not differentiable; the
+    derivative of ``2 c s_b`` is then taken as 0. In the complement
+    parametrisation ``s_b`` is ``sqrt(eps_b)`` times the norm
+    ``||M_b^{1/2} U||_F``, whose subdifferential at 0 contains 0, so this is a
+    valid subgradient there.
+
+    Parameters
+    ----------
+    m : ndarray of shape (R, k)
+        ``m_b`` for ``R`` points.
+    problem : _Problem
+
+    Returns
+    -------
+    values : ndarray of shape (R,)
+    weights : ndarray of shape (R, k)
+        ``dF / dm_b`` of the active pair (the first maximiser in row-major
+        order of ``(a, a')`` when several attain the maximum).
+    """
+    p, eps, lam = problem.proportions, problem.radii, problem.lam
+    R, k = m.shape
+    m = np.maximum(m, 0.0)  # rounding can make tr M - tr(V^T M V) slightly negative
+    root_m = np.sqrt(m)
+    s = problem.sqrt_radii * root_m
+    shifted = m + eps
+    base = shifted @ p + 2.0 * (s @ p)
+    g = lam * shifted + (2.0 * lam) * s
+    h = 2.0 * problem.gap_coef * s - lam * shifted
+    pair = (g[:, :, None] + h[:, None, :] + problem.diagonal).reshape(R, k * k)
+    flat = pair.argmax(axis=1)
+    rows = np.arange(R)
+    values = base + pair[rows, flat]
+    a, a2 = np.divmod(flat, k)
+
+    # d(2 c s_b)/d m_b = c sqrt(eps_b) / sqrt(m_b); zero by convention where m_b is 0.
+    ratio = np.divide(
+        problem.sqrt_radii, root_m, out=np.zeros_like(m), where=m > problem.zero_moment
+    )
+    one_a, one_a2 = np.eye(k)[a], np.eye(k)[a2]
+    linear = p + lam * (one_a - one_a2)
+    sqrt_coef = p + lam * one_a + problem.gap_coef[a2][:, None] * one_a2
+    return values, linear + sqrt_coef * ratio
+
+
+def _moments_and_products(X, problem, parametrization):
+    """``m_b`` at ``R`` stacked points and the products ``M_b X``.
+
+    Parameters
+    ----------
+    X : ndarray of shape (R, p, r)
+        Points with orthonormal columns: ``U`` (r = p - d) or ``V`` (r = d).
+    problem : _Problem
+    parametrization : {"complement", "direct"}
+
+    Returns
+    -------
+    m : ndarray of shape (R, k)
+    XM : ndarray of shape (R, r, k, p)
+        ``XM[i, j, b] = (M_b @ X[i])[:, j]``.
+    """
+    R, p, r = X.shape
+    Xt = X.transpose(0, 2, 1)
+    # One matrix product for every point and group; M_b is symmetric, so the
+    # rows of X_i^T M_b are the columns of M_b X_i.
+    XM = (Xt.reshape(R * r, p) @ problem.side_by_side).reshape(R, r, problem.n_groups, p)
+    quad = np.einsum("ijp,ijbp->ib", Xt, XM)  # tr(X_i^T M_b X_i)
+    m = quad if parametrization == "complement" else problem.traces - quad
+    return m, XM
+
+
+def _objective_and_gradient(X, problem, parametrization):
+    """Objective and Euclidean (sub)gradient at ``R`` stacked points.
+
+    In the complement form ``m_b = tr(U^T M_b U)``, so ``dm_b/dU = 2 M_b U``;
+    in the direct form ``m_b = tr M_b - tr(V^T M_b V)``, so ``dm_b/dV = -2 M_b V``.
+
+    Parameters
+    ----------
+    X : ndarray of shape (R, p, r)
+    problem : _Problem
+    parametrization : {"complement", "direct"}
+
+    Returns
+    -------
+    values : ndarray of shape (R,)
+    gradient : ndarray of shape (R, p, r)
+    """
+    m, XM = _moments_and_products(X, problem, parametrization)
+    values, weights = _objective_from_moments(m, problem)
+    sign = 2.0 if parametrization == "complement" else -2.0
+    gradient = np.einsum("ib,ijbp->ipj", sign * weights, XM)
+    return values, gradient
+
+
+def _tangent(X, G):
+    """Project stacked ambient matrices onto the tangent spaces of the Stiefel manifold."""
+    XtG = X.transpose(0, 2, 1) @ G
+    return G - X @ (0.5 * (XtG + XtG.transpose(0, 2, 1)))
+
+
+def _retract(X, xi, retraction):
+    """Stacked QR (positive diagonal of R) or polar retraction of ``X + xi``."""
+    Y = X + xi
+    if retraction == "qr":
+        Q, Rf = np.linalg.qr(Y)
+        signs = np.sign(np.diagonal(Rf, axis1=1, axis2=2))
+        signs[signs == 0] = 1.0
+        return Q * signs[:, None, :]
+    W, _, Zt = np.linalg.svd(Y, full_matrices=False)
+    return W @ Zt
+
+
+def _orthonormal_complement(X):
+    """Orthonormal bases of the complements of the column spans of stacked ``X`` (R, p, r)."""
+    Q, _ = np.linalg.qr(X, mode="complete")
+    return Q[:, :, X.shape[2] :]
+
+
+def _subgradient_descent(starts, problem, parametrization, retraction, n_iter, verbose=False):
+    """Algorithm 1 of Vu et al. from every start at once, keeping each run's best iterate.
+
+    Parameters
+    ----------
+    starts : ndarray of shape (R, p, r)
+        Starting points (orthonormal columns).
+    problem : _Problem
+    parametrization : {"complement", "direct"}
+    retraction : {"qr", "polar"}
+    n_iter : int
+        Number of steps ``T``; the step size is ``1 / sqrt(T + 1)``.
+    verbose : bool, default=False
+        Log the best objective every tenth of the run.
+
+    Returns
+    -------
+    best_points : ndarray of shape (R, p, r)
+        Best iterate of each run.
+    best_values : ndarray of shape (R,)
+    history : ndarray of shape (R, n_iter + 1)
+        Objective at the start and after every step.
+    """
+    step = 1.0 / np.sqrt(n_iter + 1.0)
+    X = starts.copy()
+    history = np.empty((X.shape[0], n_iter + 1))
+    best_points = X.copy()
+    best_values = np.full(X.shape[0], np.inf)
+    report_every = max(n_iter // 10, 1)
+    for t in range(n_iter + 1):
+        values, gradient = _objective_and_gradient(X, problem, parametrization)
+        history[:, t] = values
+        better = values < best_values
+        best_values[better] = values[better]
+        best_points[better] = X[better]
+        if verbose and t % report_every == 0:
+            logger.info("iteration %d: best objective %.8g", t, best_values.min())
+        if t == n_iter:
+            break
+        X = _retract(X, -step * _tangent(X, gradient), retraction)
+    return best_points, best_values, history
+
+
+def _invalid_groups(problem, n_components):
+    """Groups for which neither condition of Theorem 3.2 holds.
+
+    Returns
+    -------
+    failures : list of (int, float)
+        Group index and the sum of the ``p - d`` smallest eigenvalues of its
+        ``M_b``, for each group with ``lam > p_b`` and that sum ``< eps_b``.
+    """
+    failures = []
+    q = problem.n_features - n_components
+    for b in range(problem.n_groups):
+        if problem.lam <= problem.proportions[b]:
+            continue
+        tail = float(np.sum(np.linalg.eigvalsh(problem.second_moments[b])[:q]))
+        if tail < problem.radii[b]:
+            failures.append((b, tail))
+    return failures
+
+
+def robust_objective(components, second_moments, proportions, radii, lam):
+    """Robust fair objective of Vu et al. (2022) at given components.
+
+    The worst case, over distributions whose group conditionals lie within
+    the Gelbrich balls of radii ``radii`` around the empirical ones, of the
+    total reconstruction error plus ``lam`` times the largest gap between
+    group reconstruction errors; closed form of Theorem 3.2 (two groups) and
+    Theorem B.2 (k groups). It equals that worst case when, for every group,
+    ``lam <= proportions[b]`` or the sum of the ``p - d`` smallest eigenvalues
+    of ``second_moments[b]`` is at least ``radii[b]``; otherwise it is a lower
+    bound of it.
+
+    Parameters
+    ----------
+    components : array-like of shape (d, p)
+        Orthonormal rows spanning the subspace (like ``components_``).
+    second_moments : array-like of shape (k, p, p)
+        Each group's second moment about the centre used for reconstruction
+        (the pooled mean for a fitted :class:`RobustFairPCA`).
+    proportions : array-like of shape (k,)
+        Group masses, summing to one.
+    radii : array-like of shape (k,)
+        Non-negative ball radii.
+    lam : float
+        Non-negative weight of the error gap.
+
+    Returns
+    -------
+    value : float
+    """
+    V = np.atleast_2d(np.asarray(components, dtype=np.float64)).T
+    M = np.asarray(second_moments, dtype=np.float64)
+    proportions = np.asarray(proportions, dtype=np.float64)
+    radii = np.asarray(radii, dtype=np.float64)
+    lam = check_number(lam, "lam", numbers.Real, minimum=0)
+    if M.ndim != 3 or M.shape[1:] != (V.shape[0],) * 2:
+        raise ValueError(
+            f"second_moments must have shape (k, {V.shape[0]}, {V.shape[0]}) to match "
+            f"components of shape {V.T.shape}, got {M.shape}."
+        )
+    for name, value in (("proportions", proportions), ("radii", radii)):
+        if value.shape != (M.shape[0],):
+            raise ValueError(f"{name} must have shape ({M.shape[0]},), got {value.shape}.")
+    if np.any(radii < 0):
+        raise ValueError("radii must be non-negative.")
+    problem = _Problem(M, proportions, radii, lam)
+    values, _ = _objective_and_gradient(V[None], problem, "direct")
+    return float(values[0])
+
+
+# --------------------------------------------------------------------------
+# Estimator
+# --------------------------------------------------------------------------
+
+
+class RobustFairPCA(FairPCABase):
+    r"""Distributionally robust fair PCA (RFPCA) of Vu et al. (2022).
+
+    Finds the ``d``-dimensional subspace (orthonormal ``V``, ``p x d``) solving
+
+    .. math:: \min_{V^T V = I_d} \; \sup_{Q \in \mathcal{B}(\hat P)}
+              \mathbb{E}_Q[\ell(V, X)] + \lambda \max_{a, a'}
+              \big| \mathbb{E}_Q[\ell(V, X) | A = a] - \mathbb{E}_Q[\ell(V, X) | A = a'] \big|,
+
+    with ``l(V, x) = ||x - V V^T x||^2`` (x centred on the pooled training
+    mean) and the ambiguity set of joint distributions whose group masses are
+    the empirical ``p_a = n_a / n`` and whose group conditionals lie within
+    Gelbrich distance ``eps_a`` of the empirical ones. With
+    ``m_a = <I - V V^T, M_a>``, ``M_a`` group ``a``'s second moment about the
+    pooled mean, the problem equals (Theorem 3.2; appendix B for k groups)
+
+    .. math:: \min_V \max_{a \neq a'} \sum_b p_b (m_b + \varepsilon_b)
+              + 2 \sum_b c_{a a' b} \sqrt{\varepsilon_b m_b}
+              + \lambda (m_a - m_{a'} + \varepsilon_a - \varepsilon_{a'}),
+
+    ``c = p_a + lam`` for ``b = a``, ``|p_a' - lam|`` for ``b = a'``, ``p_b``
+    otherwise; for two groups this is ``max(J_0, J_1)`` with
+    ``J_a = kappa_a + theta_a sqrt(m_a) + vartheta_a' sqrt(m_a') + <I - V V^T, C_a>``.
+    The reformulation is exact when, for every group, ``lam <= p_a`` or the sum
+    of the ``p - d`` smallest eigenvalues of ``M_a`` is at least ``eps_a``; a
+    ``UserWarning`` names the groups where both fail (the objective minimised
+    is then a lower bound of the robust one). With ``lam = 0`` and all radii 0
+    it is the total reconstruction error, minimised by vanilla PCA (Remark 3.4).
+
+    The problem is solved by Riemannian subgradient descent (Algorithm 1):
+    ``T = n_iter`` steps of constant size ``1 / sqrt(T + 1)`` along the negative
+    Riemannian subgradient of the active pair, followed by a QR or polar
+    retraction, from the PCA solution and from ``n_restarts`` random
+    subspaces (all runs are vectorised together). The best iterate over all
+    runs is returned.
+
+    Parameters
+    ----------
+    n_components : int, default=2
+        Dimension ``d`` of the subspace.
+    lam : float, default=0.5
+        Weight ``lambda >= 0`` of the gap between group reconstruction errors.
+    alpha : float, default=0.15
+        Radius scale: ``eps_a = alpha / sqrt(n_a)`` with ``n_a`` the training
+        rows of group ``a`` (the paper's choice). Ignored when ``radii`` is given.
+    radii : array-like of shape (n_groups,), default=None
+        Explicit non-negative radii ``eps_a``, in the order of ``groups_`` (the
+        sorted group labels).
+    n_iter : int, default=1000
+        Number of subgradient steps ``T`` of each run.
+    n_restarts : int, default=20
+        Number of random starting subspaces (uniformly distributed), in
+        addition to the PCA start.
+    retraction : {"qr", "polar"}, default="qr"
+        Retraction after each step. Both return an orthonormal basis of the
+        span of the stepped point, and the objective depends on the span only,
+        so they give the same sequence of subspaces up to rounding.
+    parametrization : {"direct", "complement"}, default="direct"
+        ``"complement"`` iterates on ``U`` (``p x (p - d)``, the complement of
+        ``V``) as in the paper, where the objective is convex in the
+        Euclidean sense; each step costs ``O(p^2 (p - d))``. ``"direct"`` iterates
+        on ``V`` (``p x d``) using ``<I - V V^T, M> = tr M - tr(V^T M V)``, at
+        ``O(p^2 d)`` a step. The two generate the same subspaces: the step in
+        ``U``, ``U - gamma (I - U U^T) 2 W U``, spans the complement of
+        ``V + gamma (I - V V^T) 2 W V``, the step in ``V`` (``W = sum_b w_b M_b``),
+        and random starts are drawn as a subspace and its complement. Use
+        ``"complement"`` only when ``p - d < d``.
+    random_state : int, RandomState instance or None, default=None
+        Seed of the random starting points.
+    verbose : bool, default=False
+        Log progress (``logging.getLogger("fairpca.robust")``, level INFO).
+
+    Attributes
+    ----------
+    components_ : ndarray of shape (n_components, n_features)
+        Orthonormal rows spanning the robust fair subspace, sorted by
+        explained training variance.
+    objective_ : float
+        Robust objective at the returned subspace.
+    history_ : ndarray of shape (n_iter + 1,)
+        Objective at the start and after each step of the run that produced
+        the returned subspace.
+    radii_ : ndarray of shape (n_groups,)
+        Radii ``eps_a`` used.
+    n_iter_ : int
+        Number of steps of each run.
+    converged_ : bool
+        Whether the best objective of the returned run changed by at most
+        ``1e-3`` relative over its last tenth of the iterations. A subgradient
+        method with a fixed step has no exact stopping test; this flags runs
+        still improving at the end (then a ``ConvergenceWarning`` is issued;
+        increase ``n_iter``).
+    mean_, explained_variance_, explained_variance_ratio_, groups_, group_counts_, \
+n_components_, component_scales_, n_features_in_, feature_names_in_
+        See :class:`fairpca.FairPCABase`.
+
+    See Also
+    --------
+    robust_objective : The objective at given components.
+    robust_fair_pca_cv : The paper's cross-validated choice of ``alpha`` and ``lam``.
+
+    Notes
+    -----
+    ``M_a`` is the second moment about the pooled training mean (the papers'
+    data are centred as a whole), so with zero radii the nominal terms are the
+    group reconstruction errors of :func:`fairpca.metrics.group_reconstruction_error`
+    and the gap term is :func:`fairpca.metrics.reconstruction_error_gap` on
+    the training data. Where ``m_b = 0`` the square-root terms are not
+    differentiable; their subgradient is taken as 0 there (no NaN).
+
+    References
+    ----------
+    H. Vu, T. Tran, M.-C. Yue and V. A. Nguyen. "Distributionally Robust Fair
+    Principal Components via Geodesic Descents." ICLR 2022.
+
+    Examples
+    --------
+    >>> from fairpca import RobustFairPCA
+    >>> from fairpca.datasets import make_gaussian_groups
+    >>> X, s = make_gaussian_groups(random_state=0)
+    >>> est = RobustFairPCA(n_components=2, random_state=0).fit(X, sensitive_features=s)
+    >>> est.components_.shape
+    (2, 10)
+    """
+
+    #: Relative change of the best objective over the last tenth of a run deemed converged.
+    _convergence_rtol = 1e-3
+
+    def __init__(
+        self,
+        n_components=2,
+        *,
+        lam=0.5,
+        alpha=0.15,
+        radii=None,
+        n_iter=1000,
+        n_restarts=20,
+        retraction="qr",
+        parametrization="direct",
+        random_state=None,
+        verbose=False,
+    ):
+        self.n_components = n_components
+        self.lam = lam
+        self.alpha = alpha
+        self.radii = radii
+        self.n_iter = n_iter
+        self.n_restarts = n_restarts
+        self.retraction = retraction
+        self.parametrization = parametrization
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def fit(self, X, y=None, *, sensitive_features=None):
+        """Fit the robust fair projection.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training data.
+        y : None
+            Ignored.
+        sensitive_features : array-like of shape (n_samples,)
+            Group of each row (at least two groups).
+
+        Returns
+        -------
+        self : RobustFairPCA
+        """
+        self._check_params()
+        return super().fit(X, y, sensitive_features=sensitive_features)
+
+    def _check_params(self):
+        check_number(self.lam, "lam", numbers.Real, minimum=0)
+        check_number(self.alpha, "alpha", numbers.Real, minimum=0)
+        check_number(self.n_iter, "n_iter", minimum=1)
+        check_number(self.n_restarts, "n_restarts", minimum=0)
+        for name, value, options in (
+            ("retraction", self.retraction, _RETRACTIONS),
+            ("parametrization", self.parametrization, _PARAMETRIZATIONS),
+        ):
+            if not isinstance(value, str) or value not in options:
+                listed = ", ".join(repr(o) for o in options)
+                raise ValueError(f"{name} must be one of {listed}; got {value!r}.")
+        if self.radii is not None:
+            radii = np.asarray(self.radii)
+            if radii.dtype.kind not in "iuf" or radii.ndim != 1:
+                raise ValueError(
+                    f"radii must be a 1-D array of non-negative numbers (one per group), "
+                    f"got {self.radii!r}."
+                )
+            if not np.all(np.isfinite(radii)) or np.any(radii < 0):
+                raise ValueError(f"radii must be finite and non-negative, got {self.radii!r}.")
+
+    def _radii(self, counts):
+        if self.radii is None:
+            return float(self.alpha) / np.sqrt(counts)
+        radii = np.asarray(self.radii, dtype=np.float64)
+        if radii.shape[0] != counts.shape[0]:
+            raise ValueError(
+                f"radii has {radii.shape[0]} entries but sensitive_features has "
+                f"{counts.shape[0]} groups ({', '.join(map(repr, self.groups_.tolist()))}); "
+                "give one radius per group, in the order of the sorted group labels."
+            )
+        return radii
+
+    def _fit_components(self, X, codes, moments, y):
+        d, p = self.n_components, X.shape[1]
+        counts = moments.counts.astype(np.float64)
+        problem = _Problem(
+            moments.second_moment("pooled"),
+            moments.proportions,
+            self._radii(counts),
+            float(self.lam),
+        )
+        self.radii_ = problem.radii
+        if d == p:
+            # Nothing to reconstruct: every m_b is 0 and the subspace is all of R^p.
+            values, _ = _objective_and_gradient(np.eye(p)[None], problem, "direct")
+            self.objective_ = float(values[0])
+            self.history_ = np.full(self.n_iter + 1, self.objective_)
+            self.n_iter_, self.converged_ = int(self.n_iter), True
+            return np.eye(p), None
+
+        failures = _invalid_groups(problem, d)
+        if failures:
+            detail = "; ".join(
+                f"group {_plain(self.groups_[b])!r}: lam={problem.lam:g} > proportion "
+                f"{problem.proportions[b]:.4g} and the sum of its {p - d} smallest "
+                f"second-moment eigenvalues {tail:.4g} < radius {problem.radii[b]:.4g}"
+                for b, tail in failures
+            )
+            warnings.warn(
+                "The reformulation of Vu et al. (2022, Theorem 3.2) needs, for every group, "
+                "lam <= its proportion or the sum of the p - d smallest eigenvalues of its "
+                f"second moment >= its radius; both fail for {detail}. The objective minimised "
+                "is then a lower bound of the robust objective.",
+                UserWarning,
+                stacklevel=4,
+            )
+
+        # PCA start (top-d eigenvectors of the pooled covariance) plus random subspaces.
+        covariance = np.einsum("b,bij->ij", problem.proportions, problem.second_moments)
+        _, vectors = np.linalg.eigh(covariance)
+        rng = check_random_state(self.random_state)
+        gaussian = rng.standard_normal((self.n_restarts, p, d))
+        random_V = _retract(np.zeros_like(gaussian), gaussian, "qr")
+        if self.parametrization == "direct":
+            starts = np.concatenate([vectors[None, :, p - d :], random_V])
+        else:
+            random_U = _orthonormal_complement(random_V)
+            starts = np.concatenate([vectors[None, :, : p - d], random_U])
+
+        points, values, history = _subgradient_descent(
+            starts,
+            problem,
+            self.parametrization,
+            self.retraction,
+            int(self.n_iter),
+            verbose=bool(self.verbose),
+        )
+        best = int(np.argmin(values))
+        if self.verbose:
+            logger.info(
+                "best objective %.8g from %s start (PCA start: %.8g)",
+                values[best],
+                "the PCA" if best == 0 else f"random start {best}",
+                values[0],
+            )
+        V = points[best] if self.parametrization == "direct" else None
+        if V is None:
+            V = _orthonormal_complement(points[best][None])[0]
+        self.objective_ = float(values[best])
+        self.history_ = history[best]
+        self.n_iter_ = int(self.n_iter)
+        running_best = np.minimum.accumulate(self.history_)
+        tail_start = running_best[-(max(self.n_iter // 10, 1) + 1)]
+        change = (tail_start - running_best[-1]) / max(abs(running_best[-1]), np.finfo(float).tiny)
+        self.converged_ = bool(change <= self._convergence_rtol)
+        if not self.converged_:
+            warnings.warn(
+                f"RobustFairPCA: the best objective still decreased by {change:.3g} (relative) "
+                f"over the last {max(self.n_iter // 10, 1)} of {self.n_iter} iterations "
+                f"(tolerance {self._convergence_rtol:g}); consider increasing n_iter.",
+                ConvergenceWarning,
+                stacklevel=4,
+            )
+        return V.T, None
+
+
+# --------------------------------------------------------------------------
+# Model selection
+# --------------------------------------------------------------------------
+
+
+def _final_step(estimator, X):
+    """The fitted projection of ``estimator`` and ``X`` mapped into its input space."""
+    if hasattr(estimator, "steps"):
+        return estimator[-1], estimator[:-1].transform(X)
+    return estimator, X
+
+
+class ReconstructionScorer:
+    """Scorer ``-(ARE + ABDiff)``, the model-selection criterion of Vu et al. (2022).
+
+    ARE is the average reconstruction error over all rows
+    (:func:`fairpca.metrics.reconstruction_error`); ABDiff the largest gap
+    between group average reconstruction errors. Greater is better, as
+    scikit-learn expects. It accepts a fitted fair-PCA estimator or a
+    :class:`~sklearn.pipeline.Pipeline` ending in one (the data then go
+    through the earlier steps first), and requests ``sensitive_features`` via
+    metadata routing, so it works in ``GridSearchCV`` / ``cross_validate``
+    under ``sklearn.config_context(enable_metadata_routing=True)``.
+
+    Parameters
+    ----------
+    center : {"pooled", "group"}, default="pooled"
+        Centre of each group's rows for ABDiff. ``"pooled"``: the projection's
+        mean (:func:`fairpca.metrics.reconstruction_error_gap`, the quantity
+        the RFPCA objective controls). ``"group"``: each group's own mean in
+        the scored data, as in the authors' evaluation code, which centres each
+        group on its *training* group mean (unknown to a scorer; the two
+        differ by the sampling error of the group means).
+
+    Examples
+    --------
+    >>> import sklearn
+    >>> from sklearn.model_selection import GridSearchCV
+    >>> from fairpca.robust import ReconstructionScorer, RobustFairPCA
+    >>> with sklearn.config_context(enable_metadata_routing=True):  # doctest: +SKIP
+    ...     est = RobustFairPCA(n_components=3).set_fit_request(sensitive_features=True)
+    ...     search = GridSearchCV(est, {"lam": [0.0, 0.5]}, scoring=ReconstructionScorer(), cv=3)
+    ...     search.fit(X, sensitive_features=s)
+    """
+
+    def __init__(self, center="pooled"):
+        if center not in ("pooled", "group"):
+            raise ValueError(f"center must be 'pooled' or 'group', got {center!r}.")
+        self.center = center
+
+    def __call__(self, estimator, X, y=None, *, sensitive_features=None):
+        """Return ``-(ARE + ABDiff)`` of a fitted estimator on ``(X, sensitive_features)``."""
+        from fairpca.metrics import group_reconstruction_error, reconstruction_error
+
+        projection, Xt = _final_step(estimator, X)
+        Xt = check_data(Xt, "X")
+        if sensitive_features is None:
+            raise ValueError(
+                "ReconstructionScorer needs sensitive_features: enable metadata routing "
+                "(sklearn.config_context(enable_metadata_routing=True)) and pass them to fit."
+            )
+        groups, codes = check_sensitive_features(sensitive_features, Xt.shape[0], min_groups=2)
+        are = reconstruction_error(Xt, projection)
+        if self.center == "pooled":
+            errors = list(group_reconstruction_error(Xt, sensitive_features, projection).values())
+        else:
+            components = projection.components_
+            # An array projection centres the rows passed on their own mean.
+            errors = [reconstruction_error(Xt[codes == a], components) for a in range(len(groups))]
+        return -(are + max(errors) - min(errors))
+
+    def get_metadata_routing(self):
+        """Request ``sensitive_features`` for scoring (scikit-learn metadata routing)."""
+        from sklearn.utils.metadata_routing import MetadataRequest
+
+        request = MetadataRequest(owner=type(self).__name__)
+        request.score.add_request(param="sensitive_features", alias=True)
+        return request
+
+    def __repr__(self):
+        return f"ReconstructionScorer(center={self.center!r})"
+
+
+def robust_fair_pca_cv(
+    X,
+    sensitive_features,
+    *,
+    n_components=3,
+    alphas=(0.05, 0.1, 0.15),
+    lams=(0.0, 0.5, 1.0, 1.5, 2.0, 2.5),
+    cv=3,
+    preprocessor=None,
+    center="group",
+    random_state=None,
+    n_jobs=None,
+    **params,
+):
+    """Select ``alpha`` and ``lam`` of :class:`RobustFairPCA` by cross-validation.
+
+    The paper's protocol (Vu et al. 2022, section 5): grid
+    ``alpha in {0.05, 0.1, 0.15}``, ``lam in {0, 0.5, ..., 2.5}``, 3-fold
+    cross-validation on the training data, keeping the pair with the smallest
+    mean validation ``ARE + ABDiff`` (:class:`ReconstructionScorer`); then
+    refit on all of ``X``. The authors standardise each training fold and its
+    validation fold with the training fold's statistics: pass
+    ``preprocessor=StandardScaler()`` for that.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+        Training data.
+    sensitive_features : array-like of shape (n_samples,)
+        Group of each row.
+    n_components : int, default=3
+        Dimension ``d`` (the paper's experiments use 3).
+    alphas, lams : sequence of float
+        Grid of radius scales and gap weights.
+    cv : int or cross-validation splitter, default=3
+        An int means ``KFold(cv, shuffle=True, random_state=random_state)``,
+        as in the authors' code.
+    preprocessor : transformer or None, default=None
+        Fitted on each training fold before the estimator (e.g. ``StandardScaler()``).
+    center : {"group", "pooled"}, default="group"
+        Centring of ABDiff, see :class:`ReconstructionScorer`.
+    random_state : int, RandomState instance or None, default=None
+        Seed of the fold shuffling and of the estimator's random starts.
+    n_jobs : int or None, default=None
+        Parallel fits (``GridSearchCV``).
+    **params
+        Other :class:`RobustFairPCA` parameters (``n_iter``, ``n_restarts``, ...).
+
+    Returns
+    -------
+    search : sklearn.model_selection.GridSearchCV
+        Fitted search: ``best_params_`` (keys ``alpha`` and ``lam``, prefixed
+        ``robustfairpca__`` when a preprocessor is used), ``cv_results_``
+        (``mean_test_score`` is ``-(ARE + ABDiff)``), ``best_estimator_``.
+    """
+    import sklearn
+    from sklearn.model_selection import GridSearchCV, KFold
+    from sklearn.pipeline import make_pipeline
+
+    seed = check_random_state(random_state).randint(np.iinfo(np.int32).max)
+    estimator = RobustFairPCA(n_components=n_components, random_state=seed, **params)
+    if isinstance(cv, numbers.Integral) and not isinstance(cv, bool):
+        cv = KFold(n_splits=int(cv), shuffle=True, random_state=seed)
+    grid = {"alpha": list(alphas), "lam": list(lams)}
+    with sklearn.config_context(enable_metadata_routing=True):
+        estimator.set_fit_request(sensitive_features=True)
+        if preprocessor is not None:
+            estimator = make_pipeline(preprocessor, estimator)
+            grid = {f"robustfairpca__{key}": values for key, values in grid.items()}
+        search = GridSearchCV(
+            estimator, grid, scoring=ReconstructionScorer(center), cv=cv, n_jobs=n_jobs
+        )
+        search.fit(X, sensitive_features=sensitive_features)
+    return search

@@ -1,0 +1,530 @@
+import logging
+import warnings
+
+import numpy as np
+import pytest
+import sklearn
+from scipy.linalg import sqrtm
+from sklearn.decomposition import PCA
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.model_selection import GridSearchCV, KFold
+from sklearn.preprocessing import StandardScaler
+
+import fairpca.robust as robust
+from fairpca import RobustFairPCA
+from fairpca.datasets import make_gaussian_groups
+from fairpca.metrics import reconstruction_error, reconstruction_error_gap
+from fairpca.moments import GroupMoments
+from fairpca.robust import (
+    ReconstructionScorer,
+    _objective_and_gradient,
+    _Problem,
+    robust_fair_pca_cv,
+    robust_objective,
+)
+from fairpca.stiefel import subspace_distance
+
+# ----------------------------------------------------------------------------- helpers
+
+
+@pytest.fixture(scope="module")
+def data():
+    X, s = make_gaussian_groups(n_samples=400, n_features=6, random_state=0)
+    return StandardScaler().fit_transform(X), s
+
+
+def _random_moments(rng, k, p):
+    A = rng.standard_normal((k, 3 * p, p)) * rng.uniform(0.3, 2.0, size=(k, 1, p))
+    return np.einsum("bni,bnj->bij", A, A) / (3 * p)
+
+
+def _orthonormal(rng, p, r):
+    return np.linalg.qr(rng.standard_normal((p, r)))[0]
+
+
+def _binary_objective(V, M, prop, eps, lam):
+    """max(J_0, J_1) written out from Theorem 3.2 (DESIGN.md section 4)."""
+    P = np.eye(V.shape[0]) - V @ V.T
+    m = [np.trace(P @ M[a]) for a in range(2)]
+    J = []
+    for a, b in ((0, 1), (1, 0)):
+        kappa = (prop[a] + lam) * eps[a] + (prop[b] - lam) * eps[b]
+        theta = 2 * abs(prop[a] + lam) * np.sqrt(eps[a])
+        vartheta = 2 * abs(prop[b] - lam) * np.sqrt(eps[b])
+        C = (prop[a] + lam) * M[a] + (prop[b] - lam) * M[b]
+        J.append(kappa + theta * np.sqrt(m[a]) + vartheta * np.sqrt(m[b]) + np.trace(P @ C))
+    return max(J)
+
+
+def _pair_values(m, prop, eps, lam):
+    """Theorem B.2's function of every ordered pair (a, a'), by brute force."""
+    k = len(prop)
+    values = []
+    for a in range(k):
+        for a2 in range(k):
+            if a == a2:
+                continue
+            c = np.array(prop, dtype=float)
+            c[a] = prop[a] + lam
+            c[a2] = abs(prop[a2] - lam)
+            values.append(
+                np.sum(prop * (m + eps))
+                + np.sum(2 * c * np.sqrt(eps * m))
+                + lam * (m[a] - m[a2] + eps[a] - eps[a2])
+            )
+    return np.array(values)
+
+
+def _k_group_objective(V, M, prop, eps, lam):
+    """Theorem B.2: max over ordered pairs, m_b = <I - V V^T, M_b>."""
+    P = np.eye(V.shape[0]) - V @ V.T
+    m = np.array([np.trace(P @ Mb) for Mb in M])
+    return _pair_values(m, prop, eps, lam).max()
+
+
+def _gelbrich(mu1, S1, mu2, S2):
+    root = np.real(sqrtm(S2))
+    cross = np.real(sqrtm(root @ S1 @ root))
+    return float(np.sum((mu1 - mu2) ** 2) + np.trace(S1 + S2 - 2 * cross))
+
+
+# ----------------------------------------------------------------------------- the objective
+
+
+def test_binary_objective_matches_theorem_3_2():
+    rng = np.random.default_rng(0)
+    p, d = 6, 2
+    M = _random_moments(rng, 2, p)
+    prop, eps = np.array([0.65, 0.35]), np.array([0.04, 0.09])
+    for lam in (0.0, 0.2, 0.5, 1.3):
+        for _ in range(5):
+            V = _orthonormal(rng, p, d)
+            expected = _binary_objective(V, M, prop, eps, lam)
+            assert robust_objective(V.T, M, prop, eps, lam) == pytest.approx(expected, rel=1e-12)
+
+
+def test_k_group_objective_matches_appendix_b_and_reduces_to_binary():
+    rng = np.random.default_rng(1)
+    p, d = 5, 2
+    M = _random_moments(rng, 3, p)
+    prop, eps = np.array([0.5, 0.3, 0.2]), np.array([0.02, 0.05, 0.1])
+    for lam in (0.0, 0.25, 0.9):
+        V = _orthonormal(rng, p, d)
+        expected = _k_group_objective(V, M, prop, eps, lam)
+        assert robust_objective(V.T, M, prop, eps, lam) == pytest.approx(expected, rel=1e-12)
+        two = np.array([0.6, 0.4])
+        assert _k_group_objective(V, M[:2], two, eps[:2], lam) == pytest.approx(
+            _binary_objective(V, M[:2], two, eps[:2], lam), rel=1e-12
+        )
+
+
+@pytest.mark.parametrize("upsilon", [0.7, -0.4])
+def test_proposition_3_3_worst_case(upsilon):
+    """The closed form is attained inside the Gelbrich ball and not exceeded by sampled members."""
+    rng = np.random.default_rng(2)
+    p, d, eps = 4, 1, 0.05
+    Z = rng.standard_normal((200, p)) * np.array([1.5, 1.0, 0.5, 0.3]) + 0.2
+    mu, S = Z.mean(axis=0), np.cov(Z.T, bias=True)
+    V = _orthonormal(rng, p, d)
+    P = np.eye(p) - V @ V.T
+    m = np.trace(P @ (S + np.outer(mu, mu)))
+    assert m > eps
+    sign = 1.0 if upsilon >= 0 else -1.0
+    closed = upsilon * (np.sqrt(m) + sign * np.sqrt(eps)) ** 2
+    # Attained: move every point along the complement, x -> (I + t P) x, |t| = sqrt(eps / m).
+    A = np.eye(p) + sign * np.sqrt(eps / m) * P
+    mu_star, S_star = A @ mu, A @ S @ A
+    assert _gelbrich(mu_star, S_star, mu, S) <= eps * (1 + 1e-8)
+    attained = upsilon * np.trace(P @ (S_star + np.outer(mu_star, mu_star)))
+    assert attained == pytest.approx(closed, rel=1e-10)
+    # Not exceeded by random members of the ball (random moments shrunk towards the
+    # empirical ones until inside; some perturbations act along the complement only).
+    for trial in range(300):
+        D = rng.standard_normal((p, p))
+        if trial % 2:
+            D = P @ D
+        delta = rng.standard_normal(p)
+        t = 1.0
+        while (
+            _gelbrich(mu + t * delta, (np.eye(p) + t * D) @ S @ (np.eye(p) + t * D).T, mu, S) > eps
+        ):
+            t *= 0.7
+        B = np.eye(p) + t * D
+        value = upsilon * np.trace(P @ (B @ S @ B.T + np.outer(mu + t * delta, mu + t * delta)))
+        assert value <= closed + 1e-10
+    # With lam = 0 the objective is the sum of these terms with upsilon = p_b (here 1/2 each).
+    M = S + np.outer(mu, mu)
+    value = robust_objective(V.T, np.stack([M, M]), [0.5, 0.5], [eps, eps], 0.0)
+    assert value == pytest.approx(0.5 * 2 * (np.sqrt(m) + np.sqrt(eps)) ** 2, rel=1e-12)
+
+
+@pytest.mark.parametrize("parametrization", ["direct", "complement"])
+@pytest.mark.parametrize("k", [2, 3])
+def test_subgradient_matches_finite_differences(parametrization, k):
+    """Where one pair attains the max, the gradient is that of an independent formula."""
+    rng = np.random.default_rng(3)
+    p, d = 6, 2
+    M = _random_moments(rng, k, p)
+    prop = np.arange(1.0, k + 1) / np.sum(np.arange(1.0, k + 1))
+    eps = rng.uniform(0.02, 0.1, k)
+    lam = 0.6
+    problem = _Problem(M, prop, eps, lam)
+
+    def reference(X):
+        # m_b from U directly (complement) or from V (direct); brute-force max over pairs.
+        if parametrization == "complement":
+            m = np.array([np.trace(X.T @ Mb @ X) for Mb in M])
+        else:
+            m = np.array([np.trace(Mb) - np.trace(X.T @ Mb @ X) for Mb in M])
+        return _pair_values(m, prop, eps, lam)
+
+    tested = 0
+    while tested < 3:
+        V = _orthonormal(rng, p, d)
+        X = V if parametrization == "direct" else np.linalg.qr(V, mode="complete")[0][:, d:]
+        top, second = np.sort(reference(X))[::-1][:2]
+        if top - second < 1e-2:
+            continue  # a kink is too close for finite differences
+        tested += 1
+        value, gradient = _objective_and_gradient(X[None], problem, parametrization)
+        assert value[0] == pytest.approx(top, rel=1e-12)
+        h = 1e-6
+        numeric = np.zeros_like(X)
+        for i in range(X.shape[0]):
+            for j in range(X.shape[1]):
+                E = np.zeros_like(X)
+                E[i, j] = h
+                numeric[i, j] = (reference(X + E).max() - reference(X - E).max()) / (2 * h)
+        np.testing.assert_allclose(gradient[0], numeric, rtol=1e-6, atol=1e-7)
+
+
+def test_zero_radii_objective_is_are_plus_lam_abdiff(data):
+    X, s = data
+    est = RobustFairPCA(n_components=2, lam=0.7, alpha=0.0, n_iter=200, random_state=0)
+    est.fit(X, sensitive_features=s)
+    expected = reconstruction_error(X, est) + 0.7 * reconstruction_error_gap(X, s, est)
+    assert est.objective_ == pytest.approx(expected, rel=1e-10)
+
+
+# ----------------------------------------------------------------------------- the estimator
+
+
+def test_remark_3_4_gives_vanilla_pca(data):
+    X, s = data
+    est = RobustFairPCA(n_components=2, lam=0.0, alpha=0.0, random_state=0).fit(
+        X, sensitive_features=s
+    )
+    pca = PCA(n_components=2).fit(X)
+    assert subspace_distance(est.components_.T, pca.components_.T) < 1e-8
+    # Also from random starts alone: the descent itself reaches the PCA subspace.
+    moments = GroupMoments.from_arrays(X, s)
+    problem = _Problem(moments.second_moment(), moments.proportions, np.zeros(2), 0.0)
+    rng = np.random.default_rng(0)
+    starts = np.stack([_orthonormal(rng, X.shape[1], 2) for _ in range(3)])
+    # (The eigengap of this data is small, 1.148 vs 1.055: convergence is slow.)
+    points, values, _ = robust._subgradient_descent(starts, problem, "direct", "qr", 3000)
+    optimum = np.sum(np.linalg.eigvalsh(np.cov(X.T, bias=True))[:-2])
+    for V, value in zip(points, values, strict=True):
+        assert subspace_distance(V, pca.components_.T) < 1e-3
+        assert value == pytest.approx(optimum, rel=1e-8)
+
+
+def test_objective_not_worse_than_pca_and_improves_on_it(data):
+    X, s = data
+    est = RobustFairPCA(n_components=2, lam=1.0, random_state=0).fit(X, sensitive_features=s)
+    moments = GroupMoments.from_arrays(X, s)
+    pca = PCA(n_components=2).fit(X).components_
+    at_pca = robust_objective(
+        pca, moments.second_moment(), moments.proportions, est.radii_, est.lam
+    )
+    at_est = robust_objective(
+        est.components_, moments.second_moment(), moments.proportions, est.radii_, est.lam
+    )
+    assert at_est == pytest.approx(est.objective_, rel=1e-10)
+    assert est.objective_ < at_pca - 1e-3
+    assert est.objective_ == pytest.approx(est.history_.min(), rel=1e-12)
+    assert est.history_.shape == (est.n_iter + 1,)
+    np.testing.assert_allclose(
+        est.radii_, 0.15 / np.sqrt(np.bincount(np.unique(s, return_inverse=True)[1]))
+    )
+
+
+def test_fairer_than_pca(data):
+    X, s = data
+    pca = PCA(n_components=2).fit(X)
+    est = RobustFairPCA(n_components=2, lam=2.0, random_state=0).fit(X, sensitive_features=s)
+    assert reconstruction_error_gap(X, s, est) < 0.5 * reconstruction_error_gap(X, s, pca)
+
+
+def test_three_groups():
+    X, s = make_gaussian_groups(n_samples=450, n_features=6, n_groups=3, random_state=1)
+    X = StandardScaler().fit_transform(X)
+    est = RobustFairPCA(n_components=2, lam=0.3, n_iter=300, random_state=0).fit(
+        X, sensitive_features=s
+    )
+    moments = GroupMoments.from_arrays(X, s)
+    pca = PCA(n_components=2).fit(X).components_
+    args = (moments.second_moment(), moments.proportions, est.radii_, 0.3)
+    assert est.objective_ < robust_objective(pca, *args)
+    assert est.objective_ == pytest.approx(_k_group_objective(est.components_.T, *args), rel=1e-10)
+
+
+def test_explicit_radii_equal_alpha_radii(data):
+    X, s = data
+    counts = np.unique(s, return_counts=True)[1]
+    a = RobustFairPCA(n_components=2, alpha=0.1, n_iter=100, random_state=0).fit(
+        X, sensitive_features=s
+    )
+    b = RobustFairPCA(n_components=2, radii=0.1 / np.sqrt(counts), n_iter=100, random_state=0).fit(
+        X, sensitive_features=s
+    )
+    np.testing.assert_array_equal(a.components_, b.components_)
+
+
+@pytest.mark.parametrize("retraction", ["qr", "polar"])
+def test_parametrizations_and_retractions_agree_synthetic(data, retraction):
+    X, s = data
+    ref = RobustFairPCA(n_components=2, lam=0.8, n_iter=300, random_state=0).fit(
+        X, sensitive_features=s
+    )
+    other = RobustFairPCA(
+        n_components=2,
+        lam=0.8,
+        n_iter=300,
+        random_state=0,
+        parametrization="complement",
+        retraction=retraction,
+    ).fit(X, sensitive_features=s)
+    assert other.objective_ == pytest.approx(ref.objective_, rel=1e-8)
+    assert subspace_distance(other.components_.T, ref.components_.T) < 1e-6
+
+
+def test_deterministic(data):
+    X, s = data
+    a = RobustFairPCA(n_components=2, n_iter=200, random_state=7).fit(X, sensitive_features=s)
+    b = RobustFairPCA(n_components=2, n_iter=200, random_state=7).fit(X, sensitive_features=s)
+    np.testing.assert_array_equal(a.components_, b.components_)
+    np.testing.assert_array_equal(a.history_, b.history_)
+    assert a.objective_ == b.objective_
+
+
+def test_validity_warning_names_group():
+    rng = np.random.default_rng(5)
+    p = 4
+    big = rng.standard_normal((300, p))
+    # The small group's rows lie on a line: its p - d smallest eigenvalues are 0.
+    small = np.outer(rng.standard_normal(60), rng.standard_normal(p))
+    X = np.vstack([big, small])
+    s = np.array(["big"] * 300 + ["small"] * 60)
+    with pytest.warns(UserWarning, match=r"group 'small': lam=0\.5 > proportion 0\.1667"):
+        RobustFairPCA(n_components=1, lam=0.5, n_iter=20).fit(X, sensitive_features=s)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        warnings.simplefilter("ignore", ConvergenceWarning)  # a UserWarning subclass
+        # lam <= every proportion: valid.
+        RobustFairPCA(n_components=1, lam=0.1, n_iter=20).fit(X, sensitive_features=s)
+        # Large lam but full-rank groups: the eigenvalue condition holds.
+        X2 = np.vstack([big, rng.standard_normal((60, p))])
+        RobustFairPCA(n_components=1, lam=2.5, n_iter=20).fit(X2, sensitive_features=s)
+
+
+@pytest.mark.parametrize("parametrization", ["direct", "complement"])
+def test_zero_second_moment_in_complement_is_handled(parametrization):
+    rng = np.random.default_rng(6)
+    p = 4
+    a = rng.standard_normal((200, p)) * np.array([3.0, 1.0, 0.8, 0.5])
+    a[:, 1:] -= a[:, 1:].mean(axis=0)
+    b = np.zeros((200, p))
+    b[:, 0] = 3.0 * rng.standard_normal(200)
+    X = np.vstack([a, b])
+    s = np.repeat([0, 1], 200)
+    # Group 1's centred rows lie on the first axis, the PCA direction: m_1 = 0 there.
+    moments = GroupMoments.from_arrays(X, s)
+    M = moments.second_moment()
+    assert np.allclose(M[1][1:, :], 0) and np.allclose(M[1][:, 1:], 0)
+    est = RobustFairPCA(n_components=1, lam=0.3, parametrization=parametrization, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        est.fit(X, sensitive_features=s)
+    assert np.all(np.isfinite(est.components_)) and np.all(np.isfinite(est.history_))
+    assert np.isfinite(est.objective_)
+    pca_value = robust_objective(np.eye(p)[:1], M, moments.proportions, est.radii_, 0.3)
+    assert np.isfinite(pca_value) and est.objective_ <= pca_value + 1e-12
+
+
+def test_convergence_warning_when_still_improving(data):
+    X, s = data
+    # One large step from the PCA start still lowers the objective by about 5 %.
+    with pytest.warns(ConvergenceWarning, match=r"decreased by 0\.05\d* \(relative\).*0\.001"):
+        est = RobustFairPCA(n_components=2, lam=0.5, alpha=0.0, n_iter=1, n_restarts=0).fit(
+            X, sensitive_features=s
+        )
+    assert not est.converged_
+    assert est.history_[1] < 0.96 * est.history_[0]
+    est = RobustFairPCA(n_components=2, lam=0.5, alpha=0.0, random_state=0).fit(
+        X, sensitive_features=s
+    )
+    assert est.converged_
+
+
+def test_all_components(data):
+    X, s = data
+    est = RobustFairPCA(n_components=X.shape[1], n_iter=5).fit(X, sensitive_features=s)
+    np.testing.assert_allclose(est.components_ @ est.components_.T, np.eye(X.shape[1]), atol=1e-12)
+    assert np.isfinite(est.objective_)
+
+
+def test_verbose_logs(data, caplog):
+    X, s = data
+    with caplog.at_level(logging.INFO, logger="fairpca.robust"):
+        RobustFairPCA(n_components=2, n_iter=20, verbose=True, random_state=0).fit(
+            X, sensitive_features=s
+        )
+    assert any("best objective" in r.message for r in caplog.records)
+
+
+@pytest.mark.parametrize(
+    ("params", "error", "match"),
+    [
+        ({"lam": -0.1}, ValueError, "lam"),
+        ({"alpha": -1.0}, ValueError, "alpha"),
+        ({"lam": np.nan}, ValueError, "lam"),
+        ({"n_iter": 0}, ValueError, "n_iter"),
+        ({"n_restarts": -1}, ValueError, "n_restarts"),
+        ({"retraction": "cayley"}, ValueError, "retraction"),
+        ({"parametrization": "U"}, ValueError, "parametrization"),
+        ({"radii": [0.1, 0.2, 0.3]}, ValueError, "radii has 3 entries but .* 2 groups"),
+        ({"radii": [0.1, -0.2]}, ValueError, "radii"),
+        ({"radii": [[0.1, 0.2]]}, ValueError, "radii"),
+        ({"radii": ["a", "b"]}, ValueError, "radii"),
+    ],
+)
+def test_bad_parameters_fail_before_solving(data, monkeypatch, params, error, match):
+    X, s = data
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("the solver ran")
+
+    monkeypatch.setattr(robust, "_subgradient_descent", forbidden)
+    with pytest.raises(error, match=match):
+        RobustFairPCA(n_components=2, **params).fit(X, sensitive_features=s)
+
+
+# ----------------------------------------------------------------------------- model selection
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_scorer_matches_metrics(data):
+    X, s = data
+    est = RobustFairPCA(n_components=2, n_iter=50, random_state=0).fit(X, sensitive_features=s)
+    pooled = ReconstructionScorer()(est, X, sensitive_features=s)
+    assert pooled == pytest.approx(
+        -(reconstruction_error(X, est) + reconstruction_error_gap(X, s, est)), rel=1e-12
+    )
+    grouped = ReconstructionScorer(center="group")(est, X, sensitive_features=s)
+    P = np.eye(X.shape[1]) - est.components_.T @ est.components_
+    errors = []
+    for g in np.unique(s):
+        A = X[s == g] - X[s == g].mean(axis=0)
+        errors.append(np.mean(np.sum((A @ P) ** 2, axis=1)))
+    are = np.mean(np.sum(((X - est.mean_) @ P) ** 2, axis=1))
+    assert grouped == pytest.approx(-(are + max(errors) - min(errors)), rel=1e-12)
+    with pytest.raises(ValueError, match="sensitive_features"):
+        ReconstructionScorer()(est, X)
+    with pytest.raises(ValueError, match="center"):
+        ReconstructionScorer(center="median")
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_cv_helper_selects_best_mean_score(data):
+    X, s = data
+    X = X * 2.0 + 1.0
+    search = robust_fair_pca_cv(
+        X,
+        s,
+        n_components=2,
+        alphas=(0.0, 0.15),
+        lams=(0.0, 1.0),
+        preprocessor=StandardScaler(),
+        random_state=0,
+        n_iter=30,
+        n_restarts=1,
+    )
+    scores = search.cv_results_["mean_test_score"]
+    assert len(scores) == 4
+    best = int(np.argmax(scores))
+    assert search.best_params_ == search.cv_results_["params"][best]
+    # Recompute one grid point by hand: the folds, the fold standardisation and the scorer.
+    params = search.cv_results_["params"][best]
+    cv = search.cv
+    manual = []
+    for train, test in cv.split(X):
+        scaler = StandardScaler().fit(X[train])
+        est = RobustFairPCA(
+            n_components=2,
+            alpha=params["robustfairpca__alpha"],
+            lam=params["robustfairpca__lam"],
+            n_iter=30,
+            n_restarts=1,
+            random_state=search.estimator[-1].random_state,
+        ).fit(scaler.transform(X[train]), sensitive_features=s[train])
+        Xt = scaler.transform(X[test])
+        P = np.eye(X.shape[1]) - est.components_.T @ est.components_
+        errors = [
+            np.mean(np.sum(((Xt[s[test] == g] - Xt[s[test] == g].mean(axis=0)) @ P) ** 2, axis=1))
+            for g in np.unique(s)
+        ]
+        are = np.mean(np.sum(((Xt - est.mean_) @ P) ** 2, axis=1))
+        manual.append(-(are + max(errors) - min(errors)))
+    assert scores[best] == pytest.approx(np.mean(manual), rel=1e-10)
+    assert search.best_estimator_[-1].groups_ is not None
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_scorer_in_gridsearch_with_routing(data):
+    X, s = data
+    with sklearn.config_context(enable_metadata_routing=True):
+        est = RobustFairPCA(n_components=2, n_iter=20, n_restarts=1, random_state=0)
+        est.set_fit_request(sensitive_features=True)
+        search = GridSearchCV(
+            est,
+            {"lam": [0.0, 0.5]},
+            scoring=ReconstructionScorer(),
+            cv=KFold(3, shuffle=True, random_state=0),
+        )
+        search.fit(X, sensitive_features=s)
+    assert np.all(np.isfinite(search.cv_results_["mean_test_score"]))
+    assert np.all(search.cv_results_["mean_test_score"] < 0)
+
+
+def test_robust_objective_rejects_bad_input():
+    M = np.stack([np.eye(3), 2 * np.eye(3)])
+    V = np.eye(3)[:1]
+    with pytest.raises(ValueError, match="lam"):
+        robust_objective(V, M, [0.5, 0.5], [0.1, 0.1], -1.0)
+    with pytest.raises(ValueError, match="second_moments must have shape"):
+        robust_objective(V, M[:, :2, :2], [0.5, 0.5], [0.1, 0.1], 0.5)
+    with pytest.raises(ValueError, match="radii must have shape"):
+        robust_objective(V, M, [0.5, 0.5], [0.1], 0.5)
+    with pytest.raises(ValueError, match="non-negative"):
+        robust_objective(V, M, [0.5, 0.5], [0.1, -0.1], 0.5)
+
+
+# ----------------------------------------------------------------------------- real data (last)
+
+
+def test_parametrizations_reach_same_objective_on_real_data():
+    from fairpca.experiments import vu2022
+
+    split = vu2022("ecoli", split=0)
+    results = {}
+    for parametrization in ("complement", "direct"):
+        est = RobustFairPCA(n_components=3, parametrization=parametrization, random_state=0)
+        est.fit(split.X_train, sensitive_features=split.s_train)
+        results[parametrization] = est
+    a, b = results["complement"], results["direct"]
+    assert abs(a.objective_ - b.objective_) <= 1e-4 * abs(b.objective_)
+    moments = GroupMoments.from_arrays(split.X_train, split.s_train)
+    pca = PCA(n_components=3).fit(split.X_train).components_
+    at_pca = robust_objective(pca, moments.second_moment(), moments.proportions, b.radii_, b.lam)
+    assert b.objective_ < at_pca
