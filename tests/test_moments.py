@@ -161,3 +161,9 @@ def test_from_dask_bad_input(data):
         GroupMoments.from_dask(da.from_array(X[:, 0], chunks=100), s)
     with pytest.raises(ValueError, match="NaN"):
         GroupMoments.from_dask(da.from_array(np.where(X > 5, np.nan, X), chunks=100), s)
+
+
+def test_overflowing_second_moments_are_a_clear_error():
+    X = np.array([[1e200, 0.0], [-1e200, 1.0], [1e200, 2.0], [-1e200, 3.0]])
+    with pytest.raises(ValueError, match="overflow"):
+        GroupMoments.from_arrays(X, [0, 0, 1, 1])

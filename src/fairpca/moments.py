@@ -75,7 +75,13 @@ class GroupMoments:
             means[a] = rows.mean(axis=0)
             # Centre before forming the product: exact for large offsets.
             centred = rows - means[a]
-            scatters[a] = centred.T @ centred
+            with np.errstate(over="ignore", invalid="ignore"):
+                scatters[a] = centred.T @ centred
+        if not np.isfinite(scatters).all():
+            raise ValueError(
+                "X is too large in magnitude: its second moments overflow float64. "
+                "Rescale it first (e.g. with sklearn.preprocessing.StandardScaler)."
+            )
         return cls(groups, counts, means, scatters)
 
     @classmethod
