@@ -89,9 +89,13 @@ def test_compare_user_csv_writes_outputs(csv_file, tmp_path):
     )
     assert result.exit_code == 0, result.output
     assert sorted(p.name for p in out.iterdir()) == [
+        "biplot.png",
+        "communality.png",
         "comparison.csv",
         "comparison.md",
         "group_errors.png",
+        "group_errors_by_d.csv",
+        "group_errors_by_d.png",
         "tradeoff.png",
     ]
     table = pd.read_csv(out / "comparison.csv", index_col="method")
@@ -99,7 +103,7 @@ def test_compare_user_csv_writes_outputs(csv_file, tmp_path):
     assert {"reconstruction_error[female]", "reconstruction_error[male]"} <= set(table.columns)
     md = (out / "comparison.md").read_text()
     assert md.startswith("| method |") and "| PCA |" in md
-    for png in ("group_errors.png", "tradeoff.png"):
+    for png in ("group_errors.png", "tradeoff.png", "biplot.png", "communality.png"):
         assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # Nothing was written beside the input file.
     assert sorted(p.name for p in path.parent.iterdir()) == ["data.csv", "report"]
@@ -226,3 +230,33 @@ def test_compare_real_dataset_errors(csv_file, tmp_path, args, message):
     assert result.exit_code != 0
     assert re.search(message, result.output), result.output
     assert "Traceback" not in result.output
+
+
+def test_compare_group_errors_against_d(csv_file, tmp_path):
+    path, frame = csv_file
+    out = tmp_path / "report"
+    args = ["compare", "--data", str(path), "--sensitive", "sex", "--target", "label"]
+    result = CliRunner().invoke(cli, [*args, "-d", "2", "--output", str(out)])
+    assert result.exit_code == 0, result.output
+    by_d = pd.read_csv(out / "group_errors_by_d.csv")
+    assert sorted(by_d["d"].unique()) == [1, 2, 3, 4]  # d < number of features
+    assert set(by_d["method"]) == set(pd.read_csv(out / "comparison.csv")["method"])
+    # At the requested d the rows are the comparison table's per-group errors.
+    table = pd.read_csv(out / "comparison.csv", index_col="method")
+    at_d = by_d[by_d["d"] == 2].set_index(["method", "group"])["error"]
+    for (method, group), error in at_d.items():
+        assert table.loc[method, f"reconstruction_error[{group}]"] == pytest.approx(error)
+    # PCA's rows recomputed on the same split with scikit-learn at every d.
+    X = frame[[f"x{i}" for i in range(5)]].to_numpy()
+    X_tr, X_te, s_tr, s_te = train_test_split(
+        X, frame["sex"].to_numpy(), test_size=0.3, stratify=frame["sex"], random_state=0
+    )
+    scaler = StandardScaler().fit(X_tr)
+    X_tr, X_te = scaler.transform(X_tr), scaler.transform(X_te)
+    for d in range(1, 5):
+        pca = PCA(n_components=d).fit(X_tr)
+        residual = X_te - pca.inverse_transform(pca.transform(X_te))
+        for group in ("female", "male"):
+            expected = np.mean(np.sum(residual[s_te == group] ** 2, axis=1))
+            got = by_d.query("method == 'PCA' and d == @d and group == @group")["error"].item()
+            assert got == pytest.approx(expected, rel=1e-9, abs=1e-12)

@@ -4,7 +4,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fairpca.plotting import _pareto_mask, plot_group_errors, plot_tradeoff
+from fairpca.plotting import (
+    _pareto_mask,
+    plot_communality,
+    plot_group_errors,
+    plot_group_errors_by_d,
+    plot_protected_biplot,
+    plot_reproduction,
+    plot_tradeoff,
+    protected_loadings,
+)
 
 
 def test_pareto_mask_matches_brute_force():
@@ -65,3 +74,80 @@ def test_plots_leave_pyplot_state_alone(table):
     plot_tradeoff(table, ["mmd2"])
     plot_group_errors(table)
     assert plt.get_fignums() == [] and matplotlib.get_backend() == backend
+
+
+def test_protected_loadings_are_correlations():
+    rng = np.random.default_rng(1)
+    s = rng.choice(["a", "b", "c"], size=200)
+    scores = rng.normal(size=(200, 3)) + (s == "b")[:, None] * [2.0, 0.0, -1.0]
+    scores[:, 1] = 5.0  # a constant component has zero loading, not NaN
+    groups, loadings = protected_loadings(scores, s)
+    assert list(groups) == ["a", "b", "c"]
+    for i, g in enumerate(groups):
+        for k in (0, 2):
+            expected = np.corrcoef(scores[:, k], s == g)[0, 1]
+            assert loadings[i, k] == pytest.approx(expected)
+        assert loadings[i, 1] == 0.0
+
+
+def test_biplot_and_communality():
+    from sklearn.decomposition import PCA
+
+    rng = np.random.default_rng(2)
+    s = np.repeat([0, 1], 100)
+    X = rng.normal(size=(200, 4)) + s[:, None] * [3.0, 0, 0, 0]
+    models = {"PCA": PCA(2).fit(X), "PCA-3": PCA(3).fit(X)}
+    fig = plot_protected_biplot(models, X, s)
+    axes = [ax for ax in fig.axes if ax.get_visible()]
+    assert [ax.get_title() for ax in axes] == ["PCA", "PCA-3"]
+    arrow_tips = np.array([a.xy for a in axes[0].texts])
+    _, loadings = protected_loadings(models["PCA"].transform(X), s)
+    assert np.abs(loadings).max() > 0.5  # strong signal: drawn unmagnified
+    np.testing.assert_allclose(arrow_tips, loadings[:, :2])
+    fig = plot_communality(models, X, s)
+    (ax,) = fig.axes
+    stacked = {}
+    for patch in ax.patches:
+        stacked[round(patch.get_x() + patch.get_width() / 2)] = patch.get_y() + patch.get_height()
+    for j, model in enumerate(models.values()):
+        scores = model.transform(X)
+        expected = sum(np.corrcoef(scores[:, k], s == 0)[0, 1] ** 2 for k in range(scores.shape[1]))
+        assert stacked[j] == pytest.approx(expected)
+    assert "communality" in ax.get_ylabel()
+
+
+def test_group_errors_by_d_plot():
+    rows = [
+        {"method": m, "d": d, "group": g, "error": 1.0 / d + (g == "b")}
+        for m in ("PCA", "Fair")
+        for d in (1, 2, 3)
+        for g in ("a", "b")
+    ]
+    fig = plot_group_errors_by_d(pd.DataFrame(rows))
+    axes = [ax for ax in fig.axes if ax.get_visible()]
+    assert [ax.get_title() for ax in axes] == ["PCA", "Fair"]
+    assert axes[0].get_xlabel() == "target dimension d"
+    np.testing.assert_allclose(axes[0].get_lines()[1].get_ydata(), [2.0, 1.5, 1 + 1 / 3])
+    with pytest.raises(ValueError, match="lacks column"):
+        plot_group_errors_by_d(pd.DataFrame(rows).drop(columns="error"))
+
+
+def test_reproduction_plot_shows_ratio_to_paper():
+    table = pd.DataFrame(
+        {
+            "dataset": ["x", "x"],
+            "method": ["PCA", "PCA"],
+            "setting": ["", ""],
+            "d": [2, 2],
+            "metric": ["%VAR", "%VAR"],
+            "ours_mean": [10.0, 30.0],
+            "ours_std": [1.0, 2.0],
+            "paper_mean": [10.0, 20.0],
+            "paper_std": [0.5, 1.0],
+            "status": ["within", "outside"],
+        }
+    )
+    fig = plot_reproduction(table, pd.DataFrame(), "lee2022-table1")
+    (ax,) = fig.axes
+    xs = sorted(float(x) for line in ax.get_lines() for x in line.get_xdata() if x != 1.0)
+    assert 1.5 in xs and "ours / paper" in ax.get_xlabel()

@@ -9,6 +9,7 @@ and Markdown with plots. Requires the ``cli`` extra (click, pandas, matplotlib).
 
 import math
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -51,7 +52,7 @@ def _methods(n_components, random_state):
 
 
 def compare_methods(
-    X, sensitive_features, y=None, *, n_components=2, test_size=0.3, random_state=0
+    X, sensitive_features, y=None, *, n_components=2, test_size=0.3, random_state=0, _keep=None
 ):
     """Fit every method on a training split and evaluate all metrics on the rest.
 
@@ -103,12 +104,16 @@ def compare_methods(
     y_train, y_test = (split[4], split[5]) if y is not None else (None, None)
     scaler = StandardScaler().fit(X_train)
     X_train, X_test = scaler.transform(X_train), scaler.transform(X_test)
-    return _fit_and_report(
-        X_train, X_test, s_train, s_test, y_train, y_test, n_components, random_state
-    )
+    parts = (X_train, X_test, s_train, s_test, y_train, y_test)
+    if _keep is not None:
+        _keep["parts"] = parts
+    table, unavailable, fitted = _fit_and_report(*parts, n_components, random_state)
+    if _keep is not None:
+        _keep["fitted"] = fitted
+    return table, unavailable
 
 
-def compare_split(split, *, n_components=2, random_state=0):
+def compare_split(split, *, n_components=2, random_state=0, _keep=None):
     """Fit every method on a prepared split and evaluate all metrics on its test part.
 
     Parameters
@@ -131,21 +136,17 @@ def compare_split(split, *, n_components=2, random_state=0):
     from fairpca._validation import check_n_components
 
     check_n_components(n_components, split.X_train.shape[1])
-    return _fit_and_report(
-        split.X_train,
-        split.X_test,
-        split.s_train,
-        split.s_test,
-        split.y_train,
-        split.y_test,
-        n_components,
-        random_state,
-    )
+    parts = (split.X_train, split.X_test, split.s_train, split.s_test, split.y_train, split.y_test)
+    if _keep is not None:
+        _keep["parts"] = parts
+    table, unavailable, fitted = _fit_and_report(*parts, n_components, random_state)
+    if _keep is not None:
+        _keep["fitted"] = fitted
+    return table, unavailable
 
 
-def _fit_and_report(X_train, X_test, s_train, s_test, y_train, y_test, n_components, random_state):
-    from fairpca.metrics import report
-
+def _fit_all(X_train, s_train, y_train, n_components, random_state):
+    """Every available method fitted at ``n_components``; and method → reason it could not run."""
     fitted, unavailable = {}, {}
     for name, est in _methods(n_components, random_state).items():
         try:
@@ -157,8 +158,15 @@ def _fit_and_report(X_train, X_test, s_train, s_test, y_train, y_test, n_compone
             unavailable[name] = str(exc)
             continue
         fitted[name] = est
+    return fitted, unavailable
+
+
+def _fit_and_report(X_train, X_test, s_train, s_test, y_train, y_test, n_components, random_state):
+    from fairpca.metrics import report
+
+    fitted, unavailable = _fit_all(X_train, s_train, y_train, n_components, random_state)
     table = report(X_test, s_test, fitted, y=y_test, random_state=random_state)
-    return table, unavailable
+    return table, unavailable, fitted
 
 
 def _read_csv(path, sensitive, target):
@@ -221,18 +229,72 @@ def _markdown(table, floatfmt=".4g"):
     return "\n".join(lines) + "\n"
 
 
-def _write_outputs(table, output, fairness_columns):
-    from fairpca.plotting import plot_group_errors, plot_tradeoff
+#: Most target dimensions refitted for the per-group error-against-d plot.
+MAX_D_VALUES = 5
+
+
+def _group_errors_by_d(parts, fitted, n_components, random_state):
+    """Per-group test error of every method at up to ``MAX_D_VALUES`` dimensions from d = 1.
+
+    d stops below the number of features (every method is exact there); a
+    method whose defaults are infeasible at some d (e.g. ConvexFairPCA's
+    ``delta``) just has no point at that d.
+    """
+    import pandas as pd
+
+    from fairpca.metrics import group_reconstruction_error
+
+    X_train, X_test, s_train, s_test, y_train, _ = parts
+    top = max(1, min(X_train.shape[1] - 1, max(n_components + 1, MAX_D_VALUES)))
+    dims = sorted({*range(max(1, top - MAX_D_VALUES + 1), top + 1), n_components})
+    rows = []
+    for d in dims:
+        models = fitted if d == n_components else {}
+        if d != n_components:
+            for name, est in _methods(d, random_state).items():
+                try:
+                    if name == "PCA":
+                        est.fit(X_train)
+                    else:
+                        est.fit(X_train, y_train, sensitive_features=s_train)
+                except (ImportError, ValueError):
+                    continue
+                models[name] = est
+        for name, est in models.items():
+            for group, error in group_reconstruction_error(X_test, s_test, est).items():
+                rows.append({"method": name, "d": d, "group": group, "error": error})
+    return pd.DataFrame(rows)
+
+
+def _write_outputs(table, output, fairness_columns, kept=None, n_components=2, random_state=0):
+    from fairpca.plotting import (
+        plot_communality,
+        plot_group_errors,
+        plot_group_errors_by_d,
+        plot_protected_biplot,
+        plot_tradeoff,
+    )
 
     output.mkdir(parents=True, exist_ok=True)
     table.to_csv(output / "comparison.csv", index_label="method")
     (output / "comparison.md").write_text(_markdown(table))
     written = ["comparison.csv", "comparison.md"]
-    for filename, fig in (
-        ("tradeoff.png", plot_tradeoff(table, fairness_columns)),
-        ("group_errors.png", plot_group_errors(table)),
-    ):
-        fig.savefig(output / filename, dpi=120)
+    figures = [
+        ("tradeoff.png", lambda: plot_tradeoff(table, fairness_columns)),
+        ("group_errors.png", lambda: plot_group_errors(table)),
+    ]
+    if kept:
+        fitted, parts = kept["fitted"], kept["parts"]
+        X_test, s_test = parts[1], parts[3]
+        by_d = _group_errors_by_d(parts, fitted, n_components, random_state)
+        by_d.to_csv(output / "group_errors_by_d.csv", index=False)
+        written.append("group_errors_by_d.csv")
+        figures.append(("group_errors_by_d.png", lambda: plot_group_errors_by_d(by_d)))
+        if n_components >= 2:
+            figures.append(("biplot.png", lambda: plot_protected_biplot(fitted, X_test, s_test)))
+        figures.append(("communality.png", lambda: plot_communality(fitted, X_test, s_test)))
+    for filename, make in figures:
+        make().savefig(output / filename, dpi=120)
         written.append(filename)
     return written
 
@@ -292,7 +354,11 @@ def cli():
 @click.option(
     "--output",
     type=click.Path(file_okay=False, path_type=Path),
-    help="Directory for comparison.csv, comparison.md and PNG plots (created if needed).",
+    help=(
+        "Directory for comparison.csv, comparison.md and PNG plots: trade-off, per-group "
+        "error (at d and against d), biplot and communality of the protected attribute "
+        "(created if needed)."
+    ),
 )
 def compare(
     data, dataset, split_index, sensitive, target, n_components, test_size, random_state, output
@@ -304,6 +370,7 @@ def compare(
     standardised on the training split; metrics are computed on the held-out
     split.
     """
+    kept = {}
     if dataset is not None:
         if data is not None:
             raise click.UsageError("--data and --dataset are mutually exclusive.")
@@ -318,14 +385,22 @@ def compare(
         split = _load_dataset(dataset, 0 if split_index is None else split_index)
         try:
             table, unavailable = compare_split(
-                split, n_components=n_components, random_state=random_state
+                split, n_components=n_components, random_state=random_state, _keep=kept
             )
         except (ValueError, TypeError) as exc:
             raise click.UsageError(str(exc)) from exc
         n_rows = split.X_train.shape[0] + split.X_test.shape[0]
         source = f"{dataset} ({split.description})"
         _print_and_write(
-            table, unavailable, source, n_rows, split.X_train.shape[1], n_components, output
+            table,
+            unavailable,
+            source,
+            n_rows,
+            split.X_train.shape[1],
+            n_components,
+            output,
+            kept,
+            random_state,
         )
         return
     if split_index is not None:
@@ -345,11 +420,19 @@ def compare(
         source = str(data)
     try:
         table, unavailable = compare_methods(
-            X, s, y, n_components=n_components, test_size=test_size, random_state=random_state
+            X,
+            s,
+            y,
+            n_components=n_components,
+            test_size=test_size,
+            random_state=random_state,
+            _keep=kept,
         )
     except (ValueError, TypeError) as exc:
         raise click.UsageError(str(exc)) from exc
-    _print_and_write(table, unavailable, source, X.shape[0], X.shape[1], n_components, output)
+    _print_and_write(
+        table, unavailable, source, X.shape[0], X.shape[1], n_components, output, kept, random_state
+    )
 
 
 def _load_dataset(name, split_index):
@@ -365,7 +448,9 @@ def _load_dataset(name, split_index):
         raise click.ClickException(f"cannot load data set {name!r}: {exc}") from exc
 
 
-def _print_and_write(table, unavailable, source, n_rows, n_features, n_components, output):
+def _print_and_write(
+    table, unavailable, source, n_rows, n_features, n_components, output, kept=None, random_state=0
+):
     import pandas as pd
 
     click.echo(f"data: {source}; {n_rows} rows, {n_features} features; d = {n_components}")
@@ -376,7 +461,77 @@ def _print_and_write(table, unavailable, source, n_rows, n_features, n_component
         click.echo(f"{name}: not available ({reason})", err=True)
     if output is not None:
         fairness = [c for c in ("reconstruction_error_gap", "mmd2") if c in table.columns]
-        written = _write_outputs(table, output, fairness)
+        written = _write_outputs(table, output, fairness, kept, n_components, random_state)
+        click.echo(f"wrote {', '.join(written)} to {output}")
+
+
+@cli.command()
+@click.argument("target", required=False)
+@click.option("--list", "list_targets", is_flag=True, help="List the targets and exit.")
+@click.option(
+    "--quick", is_flag=True, help="Reduced run (fewer data sets, splits, settings) for CI."
+)
+@click.option(
+    "--output",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Directory for the comparison CSV, the per-split CSV, report.md and a PNG plot.",
+)
+@click.option("--force", is_flag=True, help="Write into --output even if it exists.")
+@click.option(
+    "--data-home",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Folder of the data files [default: $FAIRPCA_DATA, else ~/scikit_learn_data/fairpca].",
+)
+def reproduce(target, list_targets, quick, output, force, data_home):
+    """Re-run a paper's experiment and print our numbers next to the paper's.
+
+    Each cell is marked within / outside the paper's spread (mean ± one SD);
+    claims read off the papers' figures are marked holds / fails. The paper
+    numbers and their citations are in fairpca/experiments/reference.csv.
+    """
+    from fairpca.experiments import reproduce as rep
+
+    if list_targets:
+        for name, info in rep.TARGETS.items():
+            click.echo(f"{name:20s} {info.title}")
+            click.echo(f"{'':20s}   full: {info.full_description} (~{info.full_minutes:g} min)")
+            click.echo(f"{'':20s}   --quick: {info.quick_description}")
+        return
+    if target is None:
+        raise click.UsageError("give a TARGET or --list; targets: " + ", ".join(rep.TARGETS))
+    if target not in rep.TARGETS:
+        raise click.UsageError(
+            f"unknown target {target!r}; valid targets: {', '.join(rep.TARGETS)}."
+        )
+    if output is not None and output.exists() and not force:
+        raise click.UsageError(f"{output} exists; pass --force to write into it.")
+    info = rep.TARGETS[target]
+    jobs, unavailable = rep.plan(target, quick=quick, data_home=data_home)
+    if not quick:
+        click.echo(
+            f"{target}: full run, expected to take about {info.full_minutes:g} min "
+            "(use --quick for a short one)",
+            err=True,
+        )
+    records = []
+    start = time.perf_counter()
+    try:
+        with click.progressbar(jobs, label=target, file=sys.stderr, show_pos=True) as bar:
+            for _, job in bar:
+                records += job()
+    except ImportError as exc:
+        raise click.ClickException(str(exc)) from exc
+    except OSError as exc:
+        raise click.ClickException(f"cannot load the data of {target}: {exc}") from exc
+    result = rep.summarise(
+        target, records, unavailable, quick=quick, seconds=time.perf_counter() - start
+    )
+    text = rep.to_markdown(result)
+    click.echo("\n".join(line for line in text.splitlines() if not line.startswith("![")))
+    for method, reason in unavailable.items():
+        click.echo(f"{method}: not available ({reason})", err=True)
+    if output is not None:
+        written = rep.write_report(result, output, force=True)
         click.echo(f"wrote {', '.join(written)} to {output}")
 
 

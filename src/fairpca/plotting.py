@@ -1,4 +1,4 @@
-"""Plots of a comparison table: fairness/quality trade-offs and per-group errors.
+"""Plots of comparisons: trade-offs, per-group errors, loadings and paper reproductions.
 
 Requires the ``plot`` extra (matplotlib). Every function returns a new
 :class:`matplotlib.figure.Figure` built without pyplot, so it neither changes
@@ -8,7 +8,15 @@ or display it in a notebook.
 
 import numpy as np
 
-__all__ = ["plot_group_errors", "plot_tradeoff"]
+__all__ = [
+    "plot_communality",
+    "plot_group_errors",
+    "plot_group_errors_by_d",
+    "plot_protected_biplot",
+    "plot_reproduction",
+    "plot_tradeoff",
+    "protected_loadings",
+]
 
 
 def _figure(**kwargs):
@@ -104,4 +112,333 @@ def plot_group_errors(table, prefix="reconstruction_error["):
     ax.set_title("Reconstruction error of each group")
     ax.legend(fontsize="small")
     ax.grid(axis="y", alpha=0.3)
+    return fig
+
+
+def plot_group_errors_by_d(table):
+    """Each group's reconstruction error against the target dimension, one panel per method.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        Columns ``method``, ``d``, ``group`` and ``error`` (mean squared
+        reconstruction error of the group's rows).
+
+    Returns
+    -------
+    fig : matplotlib.figure.Figure
+    """
+    missing = {"method", "d", "group", "error"} - set(table.columns)
+    if missing:
+        raise ValueError(f"table lacks column(s) {sorted(missing)}.")
+    methods = list(dict.fromkeys(table["method"]))
+    n_cols = min(3, len(methods))
+    n_rows = -(-len(methods) // n_cols)
+    fig = _figure(figsize=(4.2 * n_cols, 3.4 * n_rows), layout="constrained")
+    axes = fig.subplots(n_rows, n_cols, squeeze=False, sharey=True)
+    for ax, method in zip(axes.flat, methods, strict=False):
+        part = table[table["method"] == method]
+        for group, rows in part.groupby("group", sort=True):
+            rows = rows.sort_values("d")
+            ax.plot(rows["d"], rows["error"], marker="o", label=f"group {group}")
+        ax.set_title(method, fontsize="medium")
+        ax.set_xlabel("target dimension d")
+        ax.set_xticks(sorted(part["d"].unique()))
+        ax.grid(alpha=0.3)
+    for ax in axes[:, 0]:
+        ax.set_ylabel("mean squared reconstruction error")
+    for ax in axes.flat[len(methods) :]:
+        ax.set_visible(False)
+    axes.flat[0].legend(fontsize="small")
+    fig.suptitle("Reconstruction error of each group against d (held-out rows)")
+    return fig
+
+
+def protected_loadings(scores, sensitive_features):
+    """Correlation of each component's scores with each group's indicator.
+
+    The protected attribute is treated as a supplementary variable: its
+    "loading" on component ``k`` is the correlation between the scores on
+    ``k`` and the indicator of group ``g``; the sum of squares over components
+    (its *communality*) is the share of the indicator's variance that the
+    projection carries (the R² of regressing it on the scores when these are
+    uncorrelated).
+
+    Parameters
+    ----------
+    scores : ndarray of shape (n_samples, n_components)
+    sensitive_features : ndarray of shape (n_samples,)
+
+    Returns
+    -------
+    groups : ndarray of shape (n_groups,)
+    loadings : ndarray of shape (n_groups, n_components)
+        Zero for a component with constant scores.
+    """
+    scores = np.asarray(scores, dtype=float)
+    s = np.asarray(sensitive_features)
+    groups = np.unique(s)
+    centred = scores - scores.mean(axis=0)
+    norms = np.linalg.norm(centred, axis=0)
+    loadings = np.zeros((len(groups), scores.shape[1]))
+    for i, g in enumerate(groups):
+        indicator = (s == g).astype(float)
+        indicator -= indicator.mean()
+        denominator = norms * np.linalg.norm(indicator)
+        ok = denominator > 0
+        loadings[i, ok] = (indicator @ centred[:, ok]) / denominator[ok]
+    return groups, loadings
+
+
+def plot_protected_biplot(projections, X, sensitive_features, *, max_points=400, random_state=0):
+    """Biplot of the first two components of each method with the protected attribute.
+
+    Rows (a subsample) are drawn as points coloured by group; arrows show the
+    correlation loadings of each group's indicator (see
+    :func:`protected_loadings`). A fair projection has short arrows and mixed
+    colours.
+
+    Parameters
+    ----------
+    projections : dict
+        ``{method name: fitted estimator with transform}``, at least 2 components.
+    X : ndarray of shape (n_samples, n_features)
+    sensitive_features : ndarray of shape (n_samples,)
+    max_points : int, default=400
+        Points drawn per panel.
+    random_state : int, default=0
+        Seed of the subsample.
+
+    Returns
+    -------
+    fig : matplotlib.figure.Figure
+    """
+    s = np.asarray(sensitive_features)
+    rng = np.random.default_rng(random_state)
+    shown = rng.permutation(len(s))[:max_points]
+    names = list(projections)
+    n_cols = min(3, len(names))
+    n_rows = -(-len(names) // n_cols)
+    fig = _figure(figsize=(4.2 * n_cols, 4.0 * n_rows), layout="constrained")
+    axes = fig.subplots(n_rows, n_cols, squeeze=False)
+    groups = np.unique(s)
+    panels = {}
+    for name in names:
+        scores = projections[name].transform(X)
+        if scores.shape[1] < 2:
+            raise ValueError(f"{name} has fewer than 2 components: no biplot.")
+        panels[name] = (scores[:, :2], protected_loadings(scores[:, :2], s)[1])
+    # Correlations of a fair projection are small: one magnification for every
+    # panel keeps the arrows visible and comparable between methods.
+    largest = max(np.abs(loadings).max() for _, loadings in panels.values())
+    magnify = 1.0 if largest >= 0.5 else float(np.floor(0.8 / max(largest, 1e-3)))
+    for ax, name in zip(axes.flat, names, strict=False):
+        scores, loadings = panels[name]
+        scale = np.abs(scores[shown]).max()
+        for g in groups:
+            rows = shown[s[shown] == g]
+            ax.scatter(scores[rows, 0] / scale, scores[rows, 1] / scale, s=8, alpha=0.35)
+        for i in range(len(groups)):
+            ax.annotate(
+                "",
+                xy=(magnify * loadings[i, 0], magnify * loadings[i, 1]),
+                xytext=(0, 0),
+                arrowprops={"arrowstyle": "-|>", "lw": 2.5, "color": f"C{i}", "shrinkA": 0},
+            )
+        ax.set_xlim(-1.05, 1.05)
+        ax.set_ylim(-1.05, 1.05)
+        ax.set_aspect("equal")
+        ax.axhline(0, color="0.7", lw=0.5)
+        ax.axvline(0, color="0.7", lw=0.5)
+        ax.set_title(name, fontsize="medium")
+        ax.set_xlabel("component 1 (scaled)")
+        ax.set_ylabel("component 2 (scaled)")
+    for ax in axes.flat[len(names) :]:
+        ax.set_visible(False)
+    from matplotlib.lines import Line2D
+
+    handles = [
+        Line2D([], [], marker="o", ls="", color=f"C{i}", label=f"group {g}")
+        for i, g in enumerate(groups)
+    ]
+    arrow = "arrow: correlation of each group's indicator with the scores"
+    handles.append(
+        Line2D([], [], color="k", lw=2.5, label=arrow + (f" (x{magnify:g})" if magnify > 1 else ""))
+    )
+    fig.legend(handles=handles, loc="outside lower center", ncols=len(groups) + 1, fontsize="small")
+    fig.suptitle("Biplot: held-out rows and the protected attribute's loadings")
+    return fig
+
+
+def plot_communality(projections, X, sensitive_features):
+    """Communality of the protected attribute: how much of it each projection carries.
+
+    Stacked bars per method: the squared correlation loading of the first
+    group's indicator on each component (see :func:`protected_loadings`); with
+    two groups both indicators give the same bars.
+
+    Parameters
+    ----------
+    projections : dict
+        ``{method name: fitted estimator with transform}``.
+    X : ndarray of shape (n_samples, n_features)
+    sensitive_features : ndarray of shape (n_samples,)
+
+    Returns
+    -------
+    fig : matplotlib.figure.Figure
+    """
+    names = list(projections)
+    fig = _figure(figsize=(max(5.5, 1.1 * len(names) + 2.5), 4.2), layout="constrained")
+    ax = fig.subplots()
+    groups = None
+    for j, name in enumerate(names):
+        groups, loadings = protected_loadings(projections[name].transform(X), sensitive_features)
+        bottom = 0.0
+        for k, value in enumerate(loadings[0] ** 2):
+            ax.bar(j, value, bottom=bottom, color=f"C{k % 10}", label=f"component {k + 1}")
+            bottom += value
+    handles, labels = ax.get_legend_handles_labels()
+    unique = dict(zip(labels, handles, strict=True))
+    ax.legend(unique.values(), unique.keys(), fontsize="small", loc="upper right")
+    ax.set_xticks(range(len(names)), names, rotation=20, ha="right")
+    ax.set_ylabel("communality (sum of squared correlations)")
+    ax.set_title(
+        f"Communality of the indicator of group {groups[0]}: how much of the protected "
+        "attribute the components carry (lower is fairer)",
+        fontsize="medium",
+        wrap=True,
+    )
+    ax.grid(axis="y", alpha=0.3)
+    return fig
+
+
+def plot_reproduction(table, details, target):
+    """Our results next to a paper's, for :mod:`fairpca.experiments.reproduce`.
+
+    Tables (rows with a paper mean): one panel per metric, one line per cell,
+    our mean ± SD divided by the paper's mean (log scale) with the paper's
+    spread shaded. Figures: Samadi et al.'s loss-against-d panels, or Kamani
+    et al.'s disparity and loss bars relative to PCA.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        ``Reproduction.table``.
+    details : pandas.DataFrame
+        ``Reproduction.details``.
+    target : str
+        Target name.
+
+    Returns
+    -------
+    fig : matplotlib.figure.Figure
+    """
+    if target.startswith("samadi"):
+        return _plot_samadi(details)
+    if target.startswith("kamani"):
+        return _plot_kamani(details)
+    rows = table[table["paper_mean"].notna() & table["ours_mean"].notna()]
+    metrics = list(dict.fromkeys(rows["metric"]))
+    height = max(3.0, 0.28 * max((rows["metric"] == m).sum() for m in metrics) + 1.5)
+    fig = _figure(figsize=(6.2 * len(metrics), height), layout="constrained")
+    axes = fig.subplots(1, len(metrics), squeeze=False)[0]
+    for ax, metric in zip(axes, metrics, strict=True):
+        part = rows[rows["metric"] == metric].reset_index(drop=True)
+        y = np.arange(len(part))[::-1]
+        paper = part["paper_mean"].to_numpy(dtype=float)
+        ratio = part["ours_mean"].to_numpy(dtype=float) / paper
+        err = part["ours_std"].to_numpy(dtype=float) / paper
+        spread = np.nan_to_num(part["paper_std"].to_numpy(dtype=float) / paper)
+        tiny = 1e-3
+        for yi, sp in zip(y, spread, strict=True):
+            if sp > 0:
+                ax.fill_betweenx([yi - 0.35, yi + 0.35], max(1 - sp, tiny), 1 + sp, color="0.85")
+        inside = (part["status"] == "within").to_numpy()
+        ax.errorbar(
+            np.maximum(ratio[inside], tiny),
+            y[inside],
+            xerr=err[inside],
+            fmt="o",
+            color="C2",
+            label="ours, within the spread",
+        )
+        ax.errorbar(
+            np.maximum(ratio[~inside], tiny),
+            y[~inside],
+            xerr=err[~inside],
+            fmt="s",
+            color="C3",
+            label="ours, outside the spread",
+        )
+        ax.axvline(1.0, color="k", lw=1)
+        labels = [f"{r.dataset} d={r.d} {r.method} {r.setting}".strip() for r in part.itertuples()]
+        ax.set_yticks(y, labels, fontsize="small")
+        ax.set_xscale("log")
+        # Plain numbers on the log axis; minor labels would overlap.
+        from matplotlib.ticker import LogLocator, NullFormatter, ScalarFormatter
+
+        ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+        ax.xaxis.set_major_formatter(ScalarFormatter())
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.set_xlabel(f"{metric}: ours / paper (log scale)")
+        ax.grid(axis="x", alpha=0.3)
+    handles, labels = axes[0].get_legend_handles_labels()
+    from matplotlib.patches import Patch
+
+    handles.append(Patch(color="0.85", label="paper's mean ± 1 SD"))
+    fig.legend(handles=handles, loc="outside lower center", ncols=3, fontsize="small")
+    fig.suptitle("Our mean ± SD over splits, relative to the paper's mean")
+    return fig
+
+
+def _plot_samadi(details):
+    datasets = list(dict.fromkeys(details["dataset"]))
+    fig = _figure(figsize=(5.2 * len(datasets), 4.0), layout="constrained")
+    axes = fig.subplots(1, len(datasets), squeeze=False)[0]
+    styles = {"PCA": "--", "MinMaxLossFairPCA": "-"}
+    for ax, dataset in zip(axes, datasets, strict=True):
+        part = details[details["dataset"] == dataset]
+        for (method, metric), rows in part.groupby(["method", "metric"], sort=True):
+            rows = rows.sort_values("d")
+            group = metric[len("loss[") : -1]
+            label = f"{'PCA' if method == 'PCA' else 'Fair PCA (lines coincide)'}, group {group}"
+            ax.plot(rows["d"], rows["value"], styles.get(method, ":"), marker="o", label=label)
+        ax.set_title(dataset, fontsize="medium")
+        ax.set_xlabel("target dimension d")
+        ax.set_ylabel("average marginal loss per row")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize="small")
+    for ax in axes:
+        ax.xaxis.get_major_locator().set_params(integer=True)
+    fig.suptitle("Average loss of each group (cf. Samadi et al., Fig. 4)")
+    return fig
+
+
+def _plot_kamani(details):
+    means = details.groupby(["dataset", "method", "metric"])["value"].mean()
+    datasets = list(dict.fromkeys(details["dataset"]))
+    methods = [
+        m for m in ("PCA", "MinMaxLossFairPCA", "ParetoFairPCA") if m in set(details["method"])
+    ]
+    fig = _figure(figsize=(max(8.0, 2.6 * len(datasets) + 2), 4.0), layout="constrained")
+    axes = fig.subplots(1, 2)
+    width = 0.8 / len(methods)
+    x = np.arange(len(datasets))
+    titles = {
+        "disparity": "average |pairwise disparity error| per row",
+        "loss": "total reconstruction loss (mean squared residual)",
+    }
+    for ax, metric in zip(axes, ("disparity", "loss"), strict=True):
+        for i, method in enumerate(methods):
+            values = [means.get((ds, method, metric), np.nan) for ds in datasets]
+            ax.bar(x + (i - (len(methods) - 1) / 2) * width, values, width, label=method)
+        ax.set_xticks(x, datasets, fontsize="small")
+        ax.set_xlabel("data set / protected attribute")
+        ax.set_ylabel(titles[metric])
+        ax.grid(axis="y", alpha=0.3)
+    axes[0].set_yscale("log")
+    axes[0].set_ylabel(titles["disparity"] + " (log)")
+    axes[0].legend(fontsize="small")
+    fig.suptitle("PCA, SDP fair PCA and Pareto fair PCA at d = 10, test split (cf. Kamani et al.)")
     return fig
