@@ -6,6 +6,7 @@ by the functions that need them.
 """
 
 from fairpca._base import FairPCABase
+from fairpca.convex import ConvexFairPCA
 from fairpca.minmax_loss import MinMaxLossFairPCA
 from fairpca.moments import GroupMoments
 from fairpca.pareto import ParetoFairPCA
@@ -14,6 +15,7 @@ from fairpca.robust import RobustFairPCA
 __version__ = "0.1.0.dev0"
 
 __all__ = [
+    "ConvexFairPCA",
     "FairPCABase",
     "GroupMoments",
     "MinMaxLossFairPCA",
