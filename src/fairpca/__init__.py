@@ -8,6 +8,7 @@ by the functions that need them.
 from fairpca._base import FairPCABase
 from fairpca.convex import ConvexFairPCA
 from fairpca.minmax_loss import MinMaxLossFairPCA
+from fairpca.mmd import MMDFairPCA
 from fairpca.moments import GroupMoments
 from fairpca.pareto import ParetoFairPCA
 from fairpca.robust import RobustFairPCA
@@ -18,6 +19,7 @@ __all__ = [
     "ConvexFairPCA",
     "FairPCABase",
     "GroupMoments",
+    "MMDFairPCA",
     "MinMaxLossFairPCA",
     "ParetoFairPCA",
     "RobustFairPCA",

@@ -1,0 +1,878 @@
+"""MMD-constrained fair PCA on the Stiefel manifold (MbF-PCA).
+
+Lee, Kim, Olfat, Hasegawa-Johnson and Yoo ask for the loading matrix that keeps
+the most variance among those whose projected groups are (almost)
+indistinguishable in maximum mean discrepancy, and solve the constrained
+problem with the Riemannian exact penalty method REPMS (Liu & Boumal, 2019):
+a sequence of smooth penalised problems on the Stiefel manifold, each solved
+by a Riemannian quasi-Newton method warm-started at the previous solution.
+
+The MMD² and its gradient with respect to the loadings are computed in closed
+form (the paper's appendix G), rearranged so that all pairwise work happens in
+the projected d-dimensional space, in tiles of rows (memory ``O(tile² + n d)``),
+or with random Fourier features at quasi-random frequencies (``O(n D)`` per
+evaluation).
+
+References
+----------
+.. [Lee2022] J. Lee, G. Kim, M. Olfat, M. Hasegawa-Johnson and C. D. Yoo.
+   "Fast and Efficient MMD-based Fair PCA via Optimization over Stiefel
+   Manifold." AAAI 2022.
+.. [Liu2019] C. Liu and N. Boumal. "Simple Algorithms for Optimization on
+   Riemannian Manifolds with Constraints." Applied Mathematics and
+   Optimization 82, 2020.
+.. [Rahimi2007] A. Rahimi and B. Recht. "Random Features for Large-Scale
+   Kernel Machines." NeurIPS 2007.
+.. [Avron2016] H. Avron, V. Sindhwani, J. Yang and M. W. Mahoney.
+   "Quasi-Monte Carlo Feature Maps for Shift-Invariant Kernels." JMLR 17, 2016.
+"""
+
+import logging
+import numbers
+import warnings
+from collections import OrderedDict
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+from scipy.linalg import eigh
+from scipy.spatial.distance import cdist
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils import check_random_state
+from threadpoolctl import threadpool_limits
+
+from fairpca._base import FairPCABase
+from fairpca._validation import _plain, check_number
+from fairpca.metrics import mmd_bandwidth
+from fairpca.stiefel import minimize_lbfgs, random_point
+
+__all__ = ["MMDFairPCA"]
+
+logger = logging.getLogger(__name__)
+
+# REPMS settings of Lee et al. (section 8 and their scripts).
+_EPS_START = 1e-1  # sub-problem gradient tolerance of the first outer iteration
+_EPS_MIN = 1e-6  # final sub-problem gradient tolerance
+_EPS_DECAY = 0.1  # (eps_min / eps_start) ** (1 / 5)
+_RHO_GROWTH = 2.0
+_RHO_MAX = 1e10
+_STEP_MIN = 1e-6  # d_min: smallest ||V_{k+1} - V_k||_F that counts as movement
+_INNER_MAX_ITER = 300  # iterations of each sub-solve (the authors' RBFGS limit)
+_N_RANDOM_STARTS = 11  # random orthonormal matrices tried by init="random"
+
+#: Attributes set by a fit with groups (removed by a fit without them).
+_FIT_ATTRIBUTES = (
+    "bandwidth_",
+    "mmd_method_",
+    "constraint_value_",
+    "converged_",
+    "n_iter_",
+    "history_",
+)
+
+#: mmd="auto" uses exact kernel sums when the constrained rows number at most this.
+AUTO_EXACT_MAX_ROWS = 5000
+#: With random features, constraint_value_ is the exact MMD² on at most this many rows.
+CERTIFY_MAX_ROWS = 20000
+
+_TILE_ROWS = 1024  # exact kernel sums in tiles of 1024 x 1024 (8 MiB: stays in cache)
+_RFF_CHUNK_BYTES = 2**20  # 1 MiB of single-precision features per chunk: stays in cache
+
+
+# --------------------------------------------------------------------------
+# Strata: the sets of rows whose groups must look alike
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Stratum:
+    """Rows compared by one family of MMD constraints, sorted by group.
+
+    Attributes
+    ----------
+    X : ndarray of shape (m, p)
+        Centred rows, group by group.
+    counts : ndarray of shape (k,)
+        Rows of each group present (each at least 2).
+    groups : ndarray of shape (k,)
+        Their labels.
+    name : str
+        ``"all rows"``, ``"y=1"`` or ``"y=0"`` (for messages and logs).
+    """
+
+    X: np.ndarray
+    counts: np.ndarray
+    groups: np.ndarray
+    name: str
+
+    @cached_property
+    def codes(self):
+        """Group index of each row, shape (m,)."""
+        return np.repeat(np.arange(len(self.counts)), self.counts)
+
+    @cached_property
+    def onehot(self):
+        """Group indicator matrix, shape (m, k)."""
+        return (self.codes[:, None] == np.arange(len(self.counts))).astype(np.float64)
+
+    @cached_property
+    def starts(self):
+        """Index of the first row of each group."""
+        return np.concatenate([[0], np.cumsum(self.counts)[:-1]])
+
+    @cached_property
+    def row_weights(self):
+        """``M[i, b] = C[g_i, b] / (n_{g_i} n_b)``: weight of the pairs (row i, group b)."""
+        return (self.pair_weights / np.outer(self.counts, self.counts))[self.codes]
+
+    @cached_property
+    def pair_weights(self):
+        """``C`` with ``sum_{a<b} MMD²_ab = sum_ab C_ab S_ab / (n_a n_b)``, S = kernel sums.
+
+        ``C = k I - 1 1^T``: each self term appears in the ``k - 1`` pairs of its
+        group, each cross term with weight -2 split over ``(a, b)`` and ``(b, a)``.
+        """
+        k = len(self.counts)
+        return k * np.eye(k) - np.ones((k, k))
+
+
+def _pairwise_from_gram(gram):
+    """Pairwise squared distances ``G_aa + G_bb - 2 G_ab`` of mean embeddings (a < b)."""
+    rows, cols = np.triu_indices(len(gram), k=1)
+    values = gram[rows, rows] + gram[cols, cols] - 2.0 * gram[rows, cols]
+    return np.maximum(values, 0.0)
+
+
+# --------------------------------------------------------------------------
+# Exact MMD² and its gradient
+# --------------------------------------------------------------------------
+
+
+def _kernel_group_sums(Z, onehot, gamma, tile_rows=_TILE_ROWS, with_moments=True):
+    """Kernel sums of every row against every group, in symmetric tiles.
+
+    With ``k_ij = exp(-gamma ||z_i - z_j||^2)`` this returns, for each row ``i``
+    and group ``b``, ``U[i, b] = sum_{j in b} k_ij`` and (if ``with_moments``)
+    ``T[i, b] = sum_{j in b} k_ij z_j``. Only tiles on and above the diagonal
+    are evaluated (the kernel matrix is symmetric), so each pair costs one
+    ``exp``; memory is ``O(tile_rows² + n k d)``.
+
+    Parameters
+    ----------
+    Z : ndarray of shape (m, d)
+        Projected rows.
+    onehot : ndarray of shape (m, k)
+        Group indicator of each row.
+    gamma : float
+        ``1 / (2 sigma²)``.
+    tile_rows : int, default=1024
+        Rows per tile.
+    with_moments : bool, default=True
+        Whether to compute ``T``.
+
+    Returns
+    -------
+    U : ndarray of shape (m, k)
+    T : ndarray of shape (m, k, d) or None
+    """
+    m, d = Z.shape
+    n_groups = onehot.shape[1]
+    if with_moments:
+        E = np.hstack([onehot, (onehot[:, :, None] * Z[:, None, :]).reshape(m, n_groups * d)])
+    else:
+        E = onehot
+    R = np.zeros_like(E)
+    for i0 in range(0, m, tile_rows):
+        i1 = min(i0 + tile_rows, m)
+        for j0 in range(i0, m, tile_rows):
+            j1 = min(j0 + tile_rows, m)
+            K = cdist(Z[i0:i1], Z[j0:j1], "sqeuclidean")
+            K *= -gamma
+            np.exp(K, out=K)
+            R[i0:i1] += K @ E[j0:j1]
+            if j0 != i0:
+                R[j0:j1] += K.T @ E[i0:i1]
+    U = R[:, :n_groups]
+    T = R[:, n_groups:].reshape(m, n_groups, d) if with_moments else None
+    return U, T
+
+
+def _exact_terms(V, stratum, gamma, with_grad=True):
+    """Exact biased MMD² terms of one stratum projected by ``V``.
+
+    Returns the sum over pairs of groups of MMD² (the penalty), every pairwise
+    value, and the Euclidean gradient of the penalty with respect to ``V``.
+
+    With ``M_ij = C_{g_i g_j} / (n_{g_i} n_{g_j})`` (see ``_Stratum.pair_weights``)
+    the penalty is ``sum_ij M_ij k_ij``, and since
+    ``d k_ij / dV = -2 gamma k_ij (x_i - x_j)(z_i - z_j)^T`` and ``M`` is symmetric,
+
+    ``grad = -4 gamma X^T G``,  ``G_i = sum_j M_ij k_ij (z_i - z_j)``,
+
+    the appendix-G formula with the ``p x p`` products replaced by
+    ``d``-dimensional ones.
+    """
+    counts = stratum.counts
+    Z = stratum.X @ V
+    U, T = _kernel_group_sums(Z, stratum.onehot, gamma, with_moments=with_grad)
+    sums = np.add.reduceat(U, stratum.starts, axis=0)  # S_ab = sum_{i in a, j in b} k_ij
+    gram = (sums + sums.T) / (2.0 * np.outer(counts, counts))  # <embedding a, embedding b>
+    penalty = float(np.sum(stratum.pair_weights * gram))
+    pairwise = _pairwise_from_gram(gram)
+    if not with_grad:
+        return penalty, pairwise, None
+    W = stratum.row_weights
+    G = Z * np.einsum("ib,ib->i", W, U)[:, None] - np.einsum("ib,ibd->id", W, T)
+    return penalty, pairwise, -4.0 * gamma * (stratum.X.T @ G)
+
+
+# --------------------------------------------------------------------------
+# Random Fourier features
+# --------------------------------------------------------------------------
+
+
+def _rff_terms(V, stratum, frequencies, with_grad=True):
+    """MMD² terms of one stratum with paired random Fourier features.
+
+    With frequencies ``w_1..w_D ~ N(0, I / sigma²)`` the features
+    ``phi(z) = [cos(w_l^T z), sin(w_l^T z)]_l / sqrt(D)`` satisfy
+    ``phi(z)^T phi(z') = mean_l cos(w_l^T (z - z'))``, an unbiased estimate of
+    the RBF kernel. The MMD² of a pair of groups becomes the squared distance
+    ``||e_a - e_b||² / D`` of the groups' mean feature vectors ``e_a``, which is
+    the mean over frequencies of ``|psi_a(w_l) - psi_b(w_l)|²`` (``psi`` the
+    empirical characteristic functions): an unbiased estimate of the exact
+    V-statistic with standard error ``std_l(...) / sqrt(D)``, returned too.
+
+    Trigonometric functions are evaluated in single precision (rounding
+    ~1e-7, far below the random-feature error) and accumulated in double.
+
+    Returns
+    -------
+    penalty : float
+    pairwise : ndarray of shape (k (k - 1) / 2,)
+    pairwise_se : ndarray of shape (k (k - 1) / 2,)
+    grad : ndarray of shape (p, d) or None
+    """
+    counts = stratum.counts
+    k = len(counts)
+    D = frequencies.shape[1]
+    X = stratum.X
+    Z = (X @ V).astype(np.float32)
+    freq = frequencies.astype(np.float32)
+    chunk = max(1, _RFF_CHUNK_BYTES // (4 * D))
+    bounds = np.concatenate([[0], np.cumsum(counts)])
+
+    def blocks(a):
+        """Row ranges of group ``a`` with the cos and sin features of its rows."""
+        for lo in range(bounds[a], bounds[a + 1], chunk):
+            hi = min(lo + chunk, bounds[a + 1])
+            cos = Z[lo:hi] @ freq
+            sin = np.sin(cos)
+            np.cos(cos, out=cos)
+            yield lo, hi, cos, sin
+
+    means = np.zeros((k, 2, D))  # e_a: mean cos and sin features of group a
+    for a in range(k):
+        for _, _, cos, sin in blocks(a):
+            means[a, 0] += cos.sum(axis=0, dtype=np.float64)
+            means[a, 1] += sin.sum(axis=0, dtype=np.float64)
+        means[a] /= counts[a]
+    C = stratum.pair_weights
+    flat = means.reshape(k, 2 * D)
+    penalty = float(np.sum(C * (flat @ flat.T))) / D
+    rows, cols = np.triu_indices(k, k=1)
+    per_freq = ((means[rows] - means[cols]) ** 2).sum(axis=1)  # (pairs, D)
+    pairwise = per_freq.mean(axis=1)
+    pairwise_se = per_freq.std(axis=1, ddof=1) / np.sqrt(D)
+    if not with_grad:
+        return penalty, pairwise, pairwise_se, None
+    # d penalty / d e_a = (2 / D) sum_b C_ab e_b; chain rule through
+    # d cos(w^T z) / dz = -sin(w^T z) w and d sin(w^T z) / dz = cos(w^T z) w.
+    coef = ((2.0 / D) * np.einsum("ab,bsl->asl", C, means)).astype(np.float32)
+    grad = np.zeros_like(V)
+    for a in range(k):
+        for lo, hi, cos, sin in blocks(a):
+            cos *= coef[a, 1]
+            sin *= coef[a, 0]
+            cos -= sin  # n_a * (d penalty / d z_i) = cos @ freq^T
+            grad += X[lo:hi].T @ ((cos @ freq.T).astype(np.float64) / counts[a])
+    return penalty, pairwise, pairwise_se, grad
+
+
+class _Penalty:
+    """Sum over strata and pairs of groups of MMD², with its gradient.
+
+    Parameters
+    ----------
+    strata : list of _Stratum
+    bandwidth : float
+    method : {"exact", "rff"}
+    frequencies : ndarray of shape (d, D) or None
+        Random frequencies (``method="rff"``).
+    """
+
+    def __init__(self, strata, bandwidth, method, frequencies=None):
+        self.strata = strata
+        self.gamma = 0.5 / bandwidth**2
+        self.method = method
+        self.frequencies = frequencies
+
+    def __call__(self, V, with_grad=True):
+        """Return ``(penalty, largest pairwise MMD², gradient or None)``."""
+        penalty, largest = 0.0, 0.0
+        grad = np.zeros_like(V) if with_grad else None
+        for stratum in self.strata:
+            if self.method == "exact":
+                pen, pairs, g = _exact_terms(V, stratum, self.gamma, with_grad)
+            else:
+                pen, pairs, _, g = _rff_terms(V, stratum, self.frequencies, with_grad)
+            penalty += pen
+            largest = max(largest, float(pairs.max()))
+            if with_grad:
+                grad += g
+        return penalty, largest, grad
+
+
+class _CachedObjective:
+    """``Q(V) = f(V) + rho * penalty(V)`` for the L-BFGS sub-solver.
+
+    ``f(V) = -tr(V^T Sigma V) / tr(Sigma)`` with ``Sigma = X^T X / n``; when
+    ``n < p``, ``Sigma V = X^T (X V) / n`` is cheaper than the ``p x p`` product.
+    The last few evaluations are kept so that the penalty at an accepted
+    iterate is never recomputed.
+    """
+
+    def __init__(self, X, sigma, penalty):
+        total = np.trace(sigma)
+        if X.shape[0] < X.shape[1]:
+            self._factor = X / np.sqrt(X.shape[0] * total)
+            self._sigma = None
+        else:
+            self._factor = None
+            self._sigma = sigma / total
+        self.penalty = penalty
+        self.rho = 1.0
+        self._memo = OrderedDict()
+        self.n_evals = 0
+
+    def terms(self, V):
+        """Return ``(variance ratio, penalty, largest pairwise MMD², penalty gradient)``."""
+        key = V.tobytes()
+        if key in self._memo:
+            self._memo.move_to_end(key)
+            return self._memo[key]
+        self.n_evals += 1
+        SV = self.sigma_times(V)
+        variance = float(np.sum(V * SV))
+        pen, largest, pen_grad = self.penalty(V)
+        value = (variance, pen, largest, pen_grad, SV)
+        self._memo[key] = value
+        if len(self._memo) > 8:
+            self._memo.popitem(last=False)
+        return value
+
+    def sigma_times(self, V):
+        """``Sigma V / tr(Sigma)``."""
+        if self._sigma is not None:
+            return self._sigma @ V
+        return self._factor.T @ (self._factor @ V)
+
+    def __call__(self, V):
+        variance, pen, _, pen_grad, SV = self.terms(V)
+        return -variance + self.rho * pen, -2.0 * SV + self.rho * pen_grad
+
+
+class MMDFairPCA(FairPCABase):
+    r"""Fair PCA whose projected groups are close in maximum mean discrepancy (MbF-PCA).
+
+    Solves, over loading matrices ``V`` with orthonormal columns (the Stiefel
+    manifold ``St(p, d)``),
+
+    .. math::
+
+        \min_{V \in St(p, d)} \; -\frac{\mathrm{tr}(V^T \Sigma V)}{\mathrm{tr}\,\Sigma}
+        \quad \text{subject to} \quad
+        h(V) = \max_{a < b} \widehat{\mathrm{MMD}}^2(V^T x \mid a,\; V^T x \mid b) \le \tau,
+
+    with ``Sigma`` the training covariance and ``MMD²`` the biased V-statistic
+    with RBF kernel ``exp(-||u - v||² / (2 sigma²))`` between the projected rows
+    of groups ``a`` and ``b`` ([Lee2022]_). For ``k > 2`` groups every pair
+    ``a < b`` is a constraint; the exact penalty of that set of constraints is
+    the *sum* of the pairwise MMD² values (each is non-negative, so
+    ``max(0, h_ab) = h_ab``), which is smooth, so the L-BFGS sub-solver sees a
+    smooth function. Feasibility (``h <= tau``) is judged on the largest pairwise
+    value, which is what ``constraint_value_`` and :func:`fairpca.metrics.mmd2`
+    report. With two groups sum and maximum coincide.
+
+    The solver is the Riemannian exact penalty method of [Liu2019]_ as in the
+    paper's Algorithm 1, with the authors' settings: sub-problems
+    ``min f + rho_k * penalty`` solved by Riemannian L-BFGS
+    (:func:`fairpca.stiefel.minimize_lbfgs`, QR retraction, Armijo back-tracking,
+    at most 300 iterations) warm-started at the previous solution until the
+    Riemannian gradient norm is at most ``eps_k``; ``eps_0 = 0.1``,
+    ``eps_{k+1} = max(1e-6, eps_k / 10)``; ``rho_0 = 1 / penalty(V_PCA)``,
+    doubled (up to ``1e10``) after every outer iteration that ends with
+    ``h > tau``; stop when ``||V_{k+1} - V_k||_F <= 1e-6``, ``eps_k = 1e-6``
+    and ``h <= tau``, or after ``max_iter`` outer iterations. Two shortcuts
+    return the same point sooner: if PCA itself satisfies ``h <= tau`` it is
+    the solution (it maximises the variance) and is returned at once; and when
+    a sub-solve cannot move at all (its line search fails at rounding level,
+    which happens near ``eps_k = 1e-6`` once ``rho`` is large) while ``rho``
+    would stay the same, every later iteration would repeat it exactly, so the
+    loop stops there (converged if ``h <= tau``). A tight ``tau`` needs a large
+    ``rho`` and makes the sub-problems ill-conditioned: expect thousands of
+    L-BFGS steps for ``tau <= 1e-5`` (the authors report up to about 190 s).
+
+    Parameters
+    ----------
+    n_components : int, default=2
+        Target dimension ``d``.
+    tau : float, default=1e-3
+        Fairness tolerance on the largest pairwise MMD² (>= 0). The paper uses
+        1e-3 (relaxed) and 1e-6 (strict). The biased estimate is positive for
+        any finite sample, so ``tau=0`` is never reached.
+    fairness : {"DP", "EOP", "EOD"}, default="DP"
+        Which conditional distributions must match. ``"DP"`` (demographic
+        parity): the projected groups over all rows. ``"EOP"`` (equal
+        opportunity): the rows with positive ``y`` only. ``"EOD"`` (equalised
+        odds): separately the rows with positive and with negative ``y`` (one
+        family of constraints each). ``y`` must then be passed to ``fit`` and be
+        binary; its larger label (after sorting) is the positive class.
+    bandwidth : "median" or float, default="median"
+        RBF bandwidth ``sigma``. ``"median"``: the authors' rule
+        ``sigma = sqrt(median_{i<j} ||V_PCA^T (x_i - x_j)||² / 2)`` over all
+        training rows (:func:`fairpca.metrics.mmd_bandwidth`, pairs of a seeded
+        subsample of 2000 rows when there are more), computed once and stored
+        in ``bandwidth_``; pass it to :func:`fairpca.metrics.mmd2` to evaluate
+        on other data with the same kernel.
+    mmd : {"auto", "exact", "rff"}, default="auto"
+        How MMD² and its gradient are computed while optimising. ``"exact"``:
+        all pairs of rows, ``O(m² d)`` time per evaluation for ``m``
+        constrained rows and ``O(m (k d + p))`` memory (tiles of 1024 rows:
+        m = 20000 needs about 0.1 GiB). ``"rff"``: random Fourier features
+        ``[cos(w^T z), sin(w^T z)]`` at ``D = n_random_features`` frequencies
+        ``w`` (a scrambled Sobol' sequence mapped to ``N(0, I / sigma²)``,
+        [Avron2016]_), ``O(m D d)`` time per evaluation, trigonometric
+        functions in single precision. Their MMD² estimate, measured against
+        the exact value at ``D = 1024`` on German credit and COMPAS (d = 2
+        and 10), is off by 0.1-1 % when MMD² is above 1e-2 and by 3-6 % (at
+        most 11 %) near a fair projection: it cannot certify ``tau`` by itself,
+        so ``constraint_value_`` is always recomputed exactly. ``"auto"``:
+        ``"exact"`` when at most 5000 rows are constrained
+        (``AUTO_EXACT_MAX_ROWS``), ``"rff"`` otherwise.
+    n_random_features : int, default=1024
+        Number ``D`` of frequencies for ``mmd="rff"`` (2 D features).
+    max_samples : int or None, default=20000
+        Largest number of constrained rows on which MMD² is optimised and
+        reported; beyond it a seeded random subsample keeps the same fraction
+        of every group (at least 2 rows each). The variance term always uses
+        every row. ``None``: all rows (with ``mmd="rff"`` the time per
+        evaluation then grows linearly in n). A V-statistic on ``m_a`` rows
+        per group is biased upward by about ``(1/m_a + 1/m_b)(1 - kbar)``,
+        ``kbar`` the mean kernel value within a group: about 1e-4 at 10000 rows
+        per group, so a ``tau`` below that needs more rows.
+    init : {"pca", "random"}, default="pca"
+        Starting point. ``"pca"``: the top ``d`` principal loadings.
+        ``"random"``: the authors' code: the best of 11 random orthonormal
+        matrices by explained variance, then MMD² alone minimised from there.
+        On Lee et al.'s COMPAS splits (d = 2, tau = 1e-3) the PCA start kept
+        more training variance on 8 of 10 splits (up to 3 points of %VAR, the
+        same on the other 2); on German credit the random start kept slightly
+        more on 7 of 10 (at most 0.21 points). The random start costs 2-4
+        times as much (``benchmarks/reproduce_mmd.py``).
+    max_iter : int, default=100
+        Maximum number of outer (penalty) iterations.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the bandwidth subsample, the random frequencies, the subsample
+        used for ``constraint_value_`` and the random initialisation. Same
+        seed and data give identical results.
+    verbose : bool, default=False
+        Log every outer iteration (``rho``, MMD², explained variance,
+        ``||V_{k+1} - V_k||_F``) at INFO level on the ``fairpca.mmd`` logger
+        (configure :mod:`logging` to see them).
+
+    Attributes
+    ----------
+    components_ : ndarray of shape (n_components, n_features)
+        Orthonormal loadings, sorted by explained variance.
+    explained_variance_ratio_ : ndarray of shape (n_components,)
+        Variance of each output coordinate over the total (%VAR of the paper
+        is the sum).
+    bandwidth_ : float
+        RBF bandwidth ``sigma`` used.
+    mmd_method_ : {"exact", "rff"}
+        How MMD² was computed while optimising.
+    constraint_value_ : float
+        Largest pairwise exact MMD² of the training groups under
+        ``components_`` (over both classes of ``y`` for ``"EOD"``), equal to
+        ``fairpca.metrics.mmd2(X, s, self, bandwidth=self.bandwidth_)`` for
+        ``"DP"`` (on ``X[y == positive]`` for ``"EOP"``). Computed on the rows
+        the fit used: all of them unless there are more than ``max_samples``
+        (then on that subsample, whose bias is described there); with
+        ``mmd="rff"`` on at most 20000 of them (``CERTIFY_MAX_ROWS``).
+    converged_ : bool
+        True when the REPMS stopping rule was met and ``constraint_value_ <= tau``.
+    n_iter_ : int
+        Outer iterations run (0 when PCA was already fair).
+    history_ : dict of ndarray
+        One entry per outer iteration: ``"rho"`` (penalty weight used),
+        ``"tolerance"`` (``eps_k``), ``"mmd2"`` (largest pairwise MMD² as
+        optimised: exact or random-feature), ``"explained_variance_ratio"``,
+        ``"step"`` (``||V_{k+1} - V_k||_F``), ``"inner_iterations"``,
+        ``"grad_norm"`` (final Riemannian gradient norm of the sub-problem).
+
+    See Also
+    --------
+    fairpca.metrics.mmd2 : the fairness metric this estimator constrains.
+
+    Notes
+    -----
+    The gradient of MMD² with respect to ``V`` is the closed form of the
+    paper's appendix G written with projected rows ``z_i = V^T x_i``:
+    ``-(2 / sigma²) X^T G`` with ``G_i = sum_j M_ij k_ij (z_i - z_j)``, where
+    ``M_ij`` is the weight of the pair (``1/n_a²``, ``1/n_b²`` or
+    ``-1/(n_a n_b)``), so pairwise work is ``O(d)`` instead of ``O(p)``.
+
+    References
+    ----------
+    .. [Lee2022] J. Lee, G. Kim, M. Olfat, M. Hasegawa-Johnson and C. D. Yoo.
+       "Fast and Efficient MMD-based Fair PCA via Optimization over Stiefel
+       Manifold." AAAI 2022.
+    .. [Liu2019] C. Liu and N. Boumal. "Simple Algorithms for Optimization on
+       Riemannian Manifolds with Constraints." Appl. Math. Optim. 82, 2020.
+
+    Examples
+    --------
+    >>> from sklearn.decomposition import PCA
+    >>> from fairpca import MMDFairPCA
+    >>> from fairpca.datasets import make_mmd_synthetic1
+    >>> from fairpca.metrics import mmd2
+    >>> X, s = make_mmd_synthetic1(random_state=0)
+    >>> est = MMDFairPCA(n_components=2, tau=1e-3).fit(X, sensitive_features=s)
+    >>> bool(mmd2(X, s, est, bandwidth=est.bandwidth_) <= 1e-3)
+    True
+    >>> pca = PCA(n_components=2).fit(X)
+    >>> bool(mmd2(X, s, pca, bandwidth=est.bandwidth_) > 0.05)
+    True
+    """
+
+    def __init__(
+        self,
+        n_components=2,
+        *,
+        tau=1e-3,
+        fairness="DP",
+        bandwidth="median",
+        mmd="auto",
+        n_random_features=1024,
+        max_samples=20000,
+        init="pca",
+        max_iter=100,
+        random_state=None,
+        verbose=False,
+    ):
+        self.n_components = n_components
+        self.tau = tau
+        self.fairness = fairness
+        self.bandwidth = bandwidth
+        self.mmd = mmd
+        self.n_random_features = n_random_features
+        self.max_samples = max_samples
+        self.init = init
+        self.max_iter = max_iter
+        self.random_state = random_state
+        self.verbose = verbose
+
+    # ------------------------------------------------------------ validation
+    def _check_params(self):
+        tau = check_number(self.tau, "tau", numbers.Real, minimum=0)
+        for name, options in (
+            ("fairness", ("DP", "EOP", "EOD")),
+            ("mmd", ("auto", "exact", "rff")),
+            ("init", ("pca", "random")),
+        ):
+            value = getattr(self, name)
+            if not isinstance(value, str) or value not in options:
+                raise ValueError(
+                    f"{name} must be one of {', '.join(map(repr, options))}; got {value!r}."
+                )
+        if isinstance(self.bandwidth, str):
+            if self.bandwidth != "median":
+                raise ValueError(
+                    f"bandwidth must be 'median' or a positive number; got {self.bandwidth!r}."
+                )
+        else:
+            check_number(
+                self.bandwidth, "bandwidth", numbers.Real, minimum=0, include_boundaries="neither"
+            )
+        check_number(self.n_random_features, "n_random_features", minimum=2)
+        check_number(self.max_iter, "max_iter", minimum=1)
+        if self.max_samples is not None:
+            check_number(self.max_samples, "max_samples", minimum=4)
+        return tau
+
+    def _strata(self, X, codes, groups, y):
+        """Row sets whose groups must match, with the group size checks."""
+        if self.fairness == "DP":
+            masks = [("all rows", np.ones(X.shape[0], dtype=bool))]
+        else:
+            if y is None:
+                raise ValueError(
+                    f"fairness={self.fairness!r} compares groups within classes of y: "
+                    "pass the binary target as fit(X, y, sensitive_features=...)."
+                )
+            classes = np.unique(y)
+            if classes.size != 2:
+                raise ValueError(
+                    f"fairness={self.fairness!r} needs a binary y (exactly two classes); "
+                    f"found {classes.size}: {classes[:10].tolist()}."
+                )
+            positive, negative = classes[1], classes[0]
+            masks = [(f"y={_plain(positive)!r}", y == positive)]
+            if self.fairness == "EOD":
+                masks.append((f"y={_plain(negative)!r}", y == negative))
+        strata = []
+        for name, mask in masks:
+            counts = np.bincount(codes[mask], minlength=len(groups))
+            small = [
+                f"{_plain(g)!r} ({c} rows)" for g, c in zip(groups, counts, strict=True) if c < 2
+            ]
+            if small:
+                raise ValueError(
+                    f"fairness={self.fairness!r}: every group needs at least 2 rows with "
+                    f"{name}; too small: {', '.join(small)}."
+                )
+            order = np.argsort(codes[mask], kind="stable")
+            strata.append(_Stratum(X[mask][order], counts, groups, name))
+        return strata
+
+    # ------------------------------------------------------------------- fit
+    def fit(self, X, y=None, *, sensitive_features=None):
+        """Fit the MMD-constrained fair projection.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training data.
+        y : array-like of shape (n_samples,), default=None
+            Binary target, required for ``fairness="EOP"`` and ``"EOD"``;
+            ignored for ``"DP"``.
+        sensitive_features : array-like of shape (n_samples,)
+            Protected group of each row (at least two groups, each with at
+            least 2 rows). Without it a ``UserWarning`` is issued and
+            group-blind PCA is fitted; then only ``n_iter_ = 1``
+            (scikit-learn's convention for iterative estimators) and
+            ``converged_ = True`` are set among the attributes specific to
+            this class.
+
+        Returns
+        -------
+        self : MMDFairPCA
+            The fitted estimator.
+        """
+        self._check_params()
+        super().fit(X, y, sensitive_features=sensitive_features)
+        if sensitive_features is None:
+            for name in _FIT_ATTRIBUTES:
+                self.__dict__.pop(name, None)
+            self.n_iter_, self.converged_ = 1, True
+        return self
+
+    def _fit_components(self, X, codes, moments, y):
+        tau = self._check_params()
+        strata = self._strata(X, codes, moments.groups, y)
+        sigma = moments.covariance()
+        if not np.trace(sigma) > 0:
+            raise ValueError(
+                "X has zero variance (every row is the same): all projected points are equal, "
+                "so neither the median bandwidth nor a fair projection is defined."
+            )
+        # Every product here is small or skinny (p x p eigenproblems, n x d projections,
+        # tiles x k(1 + d)): BLAS threads only add synchronisation cost to them, which
+        # on a busy machine multiplied the time of a 1000 x 1000 eigh by 20.
+        with threadpool_limits(limits=1, user_api="blas"):
+            V, stopped = self._solve(X, strata, sigma, tau)
+        self.converged_ = bool(stopped and self.constraint_value_ <= tau)
+        self._log(
+            f"finished after {self.n_iter_} outer iterations: exact MMD² "
+            f"{self.constraint_value_:.3g} (tau {tau:g}), converged={self.converged_}"
+        )
+        if not self.converged_:
+            reason = (
+                f"the largest pairwise MMD² is {self.constraint_value_:.3g} > tau={tau:g}"
+                if self.constraint_value_ > tau
+                else "the REPMS stopping rule (||V_k+1 - V_k|| <= 1e-6) was not met"
+            )
+            warnings.warn(
+                f"MMDFairPCA did not converge in {self.n_iter_} outer iterations "
+                f"(max_iter={self.max_iter}): {reason}. Increase max_iter or tau.",
+                ConvergenceWarning,
+                stacklevel=4,
+            )
+        return V.T, None
+
+    def _solve(self, X, strata, sigma, tau):
+        """Bandwidth, MMD² evaluator, start and REPMS; return ``(V, stopped)``."""
+        d = self.n_components
+        p = sigma.shape[0]
+        rng = check_random_state(self.random_state)
+        seeds = rng.randint(np.iinfo(np.int32).max, size=5)
+        if isinstance(self.bandwidth, str):
+            try:
+                bandwidth = mmd_bandwidth(X, d, random_state=seeds[0])
+            except ValueError as exc:
+                raise ValueError(
+                    "bandwidth='median' gives a zero bandwidth: the median pairwise distance "
+                    "of the PCA-projected rows is 0 (most projected rows are equal); pass "
+                    "bandwidth=<positive float>."
+                ) from exc
+        else:
+            bandwidth = float(self.bandwidth)
+        self.bandwidth_ = bandwidth
+
+        fit_strata = strata
+        if self.max_samples is not None:
+            fit_strata = _subsample(strata, self.max_samples, np.random.RandomState(seeds[1]))
+        method = self.mmd
+        if method == "auto":
+            n_rows = sum(st.X.shape[0] for st in fit_strata)
+            method = "exact" if n_rows <= AUTO_EXACT_MAX_ROWS else "rff"
+        self.mmd_method_ = method
+        frequencies = None
+        if method == "rff":
+            frequencies = _qmc_frequencies(d, self.n_random_features, bandwidth, seeds[2])
+        penalty = _Penalty(fit_strata, bandwidth, method, frequencies)
+        objective = _CachedObjective(X, sigma, penalty)
+
+        V_pca = eigh(sigma, subset_by_index=[p - d, p - 1])[1]
+        _, pen_pca, h_pca, _, _ = objective.terms(V_pca)
+        if h_pca <= tau:
+            V, self.n_iter_, stopped = V_pca, 0, True
+            self.history_ = _history([])
+            self._log(f"PCA is already fair (MMD² {h_pca:.3g} <= tau {tau:g}).")
+        else:
+            V0 = V_pca if self.init == "pca" else self._random_start(objective, seeds[3])
+            V, stopped = self._repms(objective, V0, 1.0 / pen_pca, tau)
+        if method == "exact":
+            self.constraint_value_ = objective.terms(V)[2]
+        else:
+            rows = _subsample(fit_strata, CERTIFY_MAX_ROWS, np.random.RandomState(seeds[4]))
+            self.constraint_value_ = _Penalty(rows, bandwidth, "exact")(V, False)[1]
+        return V, stopped
+
+    def _log(self, message):
+        (logger.info if self.verbose else logger.debug)(message)
+
+    def _random_start(self, objective, seed):
+        """The authors' start: best of 11 random points by variance, then MMD² minimised."""
+        rng = np.random.RandomState(seed)
+        p, d = self.n_features_in_, self.n_components
+        candidates = [random_point(p, d, rng) for _ in range(_N_RANDOM_STARTS)]
+        V = max(candidates, key=lambda W: float(np.sum(W * objective.sigma_times(W))))
+
+        def penalty_only(W):
+            _, pen, _, grad, _ = objective.terms(W)
+            return pen, grad
+
+        return minimize_lbfgs(penalty_only, V, gtol=_EPS_MIN, max_iter=_INNER_MAX_ITER).point
+
+    def _repms(self, objective, V, rho, tau):
+        """Outer loop of Algorithm 1; return the last iterate and whether it stopped."""
+        eps = _EPS_START
+        # Random features are computed in single precision, so their cost is smooth only
+        # to about 1e-9: halving the step further would chase rounding, not descent.
+        backtracks = 40 if self.mmd_method_ == "exact" else 12
+        records = []
+        stopped = False
+        for it in range(1, self.max_iter + 1):
+            objective.rho = rho
+            result = minimize_lbfgs(
+                objective, V, gtol=eps, max_iter=_INNER_MAX_ITER, max_backtracks=backtracks
+            )
+            V_new = result.point
+            variance, _, h, _, _ = objective.terms(V_new)
+            step = float(np.linalg.norm(V_new - V))
+            records.append((rho, eps, h, variance, step, result.n_iter, result.grad_norm))
+            self._log(
+                f"iteration {it}: rho={rho:.3g}, MMD²={h:.3g}, explained variance={variance:.4f}, "
+                f"||dV||={step:.2g}, {result.n_iter} L-BFGS steps ({result.message})"
+            )
+            V = V_new
+            if step <= _STEP_MIN and eps <= _EPS_MIN and h <= tau:
+                stopped = True
+                break
+            stuck = result.message == "line search failed" or eps <= _EPS_MIN
+            if step == 0.0 and stuck and (h <= tau or rho >= _RHO_MAX):
+                # The sub-solver could not move (rounding-level line search failure) and
+                # rho stays: every later iteration would repeat this one exactly.
+                stopped = h <= tau
+                self._log(f"no further progress possible (MMD² {h:.3g}, tau {tau:g})")
+                break
+            eps = max(_EPS_MIN, _EPS_DECAY * eps)
+            if h > tau:
+                rho = min(_RHO_GROWTH * rho, _RHO_MAX)
+        self.n_iter_ = it
+        self.history_ = _history(records)
+        return V, stopped
+
+
+def _qmc_frequencies(n_components, n_frequencies, bandwidth, seed):
+    """Quasi-random frequencies of the RBF kernel, shape (n_components, n_frequencies).
+
+    The spectral measure of ``exp(-||u||² / (2 sigma²))`` is ``N(0, I / sigma²)``;
+    its quantile transform of a scrambled Sobol' sequence covers it more evenly
+    than independent draws (Avron et al., JMLR 17, 2016). Measured on the
+    German credit and COMPAS data (d = 2 and 10) this divides the error of the
+    MMD² estimate by 2 to 30 at the same number of features.
+    """
+    from scipy.stats import norm, qmc
+
+    try:
+        sampler = qmc.Sobol(n_components, scramble=True, rng=seed)
+    except TypeError:  # scipy < 1.15 names it seed
+        sampler = qmc.Sobol(n_components, scramble=True, seed=seed)
+    points = sampler.random_base2(int(np.ceil(np.log2(n_frequencies))))[:n_frequencies]
+    points = np.clip(points, 2.0**-53, 1.0 - 2.0**-53)
+    return norm.ppf(points).T / bandwidth
+
+
+def _subsample(strata, max_rows, rng):
+    """Keep about ``max_rows`` rows in all: the same random fraction of every group.
+
+    Every group keeps at least 2 rows; strata are returned unchanged when they
+    hold at most ``max_rows`` rows.
+    """
+    total = sum(stratum.X.shape[0] for stratum in strata)
+    if total <= max_rows:
+        return strata
+    fraction = max_rows / total
+    subsets = []
+    for stratum in strata:
+        keep = np.minimum(stratum.counts, np.maximum(2, np.floor(fraction * stratum.counts)))
+        keep = keep.astype(int)
+        starts = np.concatenate([[0], np.cumsum(stratum.counts)[:-1]])
+        rows = np.concatenate(
+            [
+                start + np.sort(rng.choice(n, size=m, replace=False))
+                for start, n, m in zip(starts, stratum.counts, keep, strict=True)
+            ]
+        )
+        subsets.append(_Stratum(stratum.X[rows], keep, stratum.groups, stratum.name))
+    return subsets
+
+
+def _history(records):
+    keys = (
+        "rho",
+        "tolerance",
+        "mmd2",
+        "explained_variance_ratio",
+        "step",
+        "inner_iterations",
+        "grad_norm",
+    )
+    columns = list(zip(*records, strict=True)) if records else [()] * len(keys)
+    return {
+        key: np.asarray(col, dtype=int if key == "inner_iterations" else float)
+        for key, col in zip(keys, columns, strict=True)
+    }

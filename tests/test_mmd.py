@@ -1,0 +1,444 @@
+import logging
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.decomposition import PCA
+from sklearn.exceptions import ConvergenceWarning
+
+from fairpca import ConvexFairPCA, MMDFairPCA
+from fairpca.datasets import make_gaussian_groups, make_mmd_synthetic1
+from fairpca.experiments import lee2022
+from fairpca.metrics import explained_variance_ratio, mmd2
+from fairpca.mmd import (
+    _CachedObjective,
+    _kernel_group_sums,
+    _Penalty,
+    _qmc_frequencies,
+    _Stratum,
+    _subsample,
+)
+from fairpca.stiefel import random_point, retract_qr, subspace_distance, tangent_projection
+
+
+def _stratum(X, codes, name="all rows"):
+    order = np.argsort(codes, kind="stable")
+    counts = np.bincount(codes)
+    return _Stratum(X[order], counts, np.arange(len(counts)), name)
+
+
+@pytest.fixture
+def three_groups():
+    rng = np.random.default_rng(0)
+    codes = np.repeat([0, 1, 2], [40, 55, 35])
+    X = rng.standard_normal((130, 6))
+    X[codes == 1, 0] += 1.0
+    X[codes == 2] *= 1.5
+    return X - X.mean(axis=0), codes
+
+
+# --------------------------------------------------------------------------
+# MMD² and its gradient
+# --------------------------------------------------------------------------
+
+
+def test_kernel_group_sums_match_full_kernel_matrix():
+    rng = np.random.default_rng(1)
+    Z = rng.standard_normal((50, 3))
+    codes = rng.integers(0, 3, size=50)
+    onehot = np.eye(3)[codes]
+    gamma = 0.7
+    K = np.exp(-gamma * ((Z[:, None, :] - Z[None, :, :]) ** 2).sum(axis=2))
+    U_ref = K @ onehot
+    T_ref = np.einsum("ij,jb,jd->ibd", K, onehot, Z)
+    for tile_rows in (7, 50, 1024):  # several tiles, one exact tile, one large tile
+        U, T = _kernel_group_sums(Z, onehot, gamma, tile_rows=tile_rows)
+        np.testing.assert_allclose(U, U_ref, rtol=1e-12)
+        np.testing.assert_allclose(T, T_ref, rtol=1e-12, atol=1e-12)
+
+
+def test_penalty_is_sum_of_pairwise_mmd2_and_max_matches_metrics(three_groups):
+    X, codes = three_groups
+    V = random_point(6, 2, random_state=0)
+    bandwidth = 1.3
+    penalty, largest, _ = _Penalty([_stratum(X, codes)], bandwidth, "exact")(V)
+    pairs = [
+        mmd2(X[np.isin(codes, pair)], codes[np.isin(codes, pair)], V.T, bandwidth=bandwidth)
+        for pair in ((0, 1), (0, 2), (1, 2))
+    ]
+    np.testing.assert_allclose(penalty, sum(pairs), rtol=1e-10)
+    np.testing.assert_allclose(largest, max(pairs), rtol=1e-10)
+    np.testing.assert_allclose(largest, mmd2(X, codes, V.T, bandwidth=bandwidth), rtol=1e-10)
+
+
+def _directional_derivative(fun, V, E, step):
+    return (fun(V + step * E) - fun(V - step * E)) / (2 * step)
+
+
+@pytest.mark.parametrize("method", ["exact", "rff"])
+def test_mmd2_gradient_matches_finite_differences(three_groups, method):
+    X, codes = three_groups
+    # Two strata (as with fairness="EOD") and three groups: a sum of six pairwise terms.
+    half = np.arange(len(codes)) % 2 == 0
+    strata = [_stratum(X[half], codes[half], "y=1"), _stratum(X[~half], codes[~half], "y=0")]
+    bandwidth = 1.1
+    frequencies = _qmc_frequencies(3, 256, bandwidth, 0) if method == "rff" else None
+    penalty = _Penalty(strata, bandwidth, method, frequencies)
+    V = random_point(6, 3, random_state=1)
+    _, _, grad = penalty(V)
+    rng = np.random.default_rng(2)
+    # Random features are evaluated in single precision: larger step, looser tolerance.
+    step, rtol = (1e-5, 1e-6) if method == "exact" else (1e-3, 2e-3)
+    for _ in range(4):
+        E = rng.standard_normal(V.shape)
+        fd = _directional_derivative(lambda W: penalty(W, False)[0], V, E, step)
+        np.testing.assert_allclose(np.sum(grad * E), fd, rtol=rtol)
+
+
+def test_riemannian_gradient_is_tangent_horizontal_and_matches_the_retraction(three_groups):
+    X, codes = three_groups
+    sigma = X.T @ X / len(X)
+    objective = _CachedObjective(X, sigma, _Penalty([_stratum(X, codes)], 1.2, "exact"))
+    objective.rho = 5.0
+    V = random_point(6, 2, random_state=3)
+    cost, egrad = objective(V)
+    grad = tangent_projection(V, egrad)
+    # Tangent: V^T grad is skew. The cost depends only on span(V), so the gradient is
+    # also horizontal (V^T grad = 0): this fails if the Euclidean gradient is wrong.
+    np.testing.assert_allclose(V.T @ grad + grad.T @ V, 0.0, atol=1e-12)
+    np.testing.assert_allclose(V.T @ grad, 0.0, atol=1e-10)
+    rng = np.random.default_rng(4)
+    for _ in range(3):
+        xi = tangent_projection(V, rng.standard_normal(V.shape))
+        t = 1e-6
+        slope = (objective(retract_qr(V, t * xi))[0] - objective(retract_qr(V, -t * xi))[0]) / (
+            2 * t
+        )
+        np.testing.assert_allclose(np.sum(grad * xi), slope, rtol=1e-5)
+
+
+def test_qmc_frequencies_reproduce_the_rbf_kernel():
+    bandwidth = 0.8
+    W = _qmc_frequencies(2, 1024, bandwidth, seed=5)
+    assert W.shape == (2, 1024)
+    rng = np.random.default_rng(6)
+    for u in rng.standard_normal((5, 2)):
+        estimate = np.mean(np.cos(u @ W))
+        exact = np.exp(-(u @ u) / (2 * bandwidth**2))
+        # Independent draws would err by about sqrt(0.5 / 1024) = 0.02.
+        assert abs(estimate - exact) < 5e-3
+
+
+def test_random_feature_mmd2_is_close_to_exact():
+    X, s = make_gaussian_groups(n_samples=1500, n_features=8, random_state=0)
+    X = X - X.mean(axis=0)
+    strata = [_stratum(X, s)]
+    bandwidth = 2.0
+    frequencies = _qmc_frequencies(2, 1024, bandwidth, 0)
+    for seed in range(3):
+        V = random_point(8, 2, random_state=seed)
+        exact = _Penalty(strata, bandwidth, "exact")(V, False)[1]
+        approx = _Penalty(strata, bandwidth, "rff", frequencies)(V, False)[1]
+        assert abs(approx - exact) <= 0.02 * exact
+
+
+def test_subsample_keeps_group_proportions_and_rows():
+    rng = np.random.default_rng(7)
+    codes = np.repeat([0, 1, 2], [600, 300, 3])
+    X = rng.standard_normal((903, 4))
+    stratum = _stratum(X, codes)
+    (sub,) = _subsample([stratum], 300, np.random.RandomState(0))
+    np.testing.assert_array_equal(sub.counts, [199, 99, 2])  # floor(fraction * n_a), >= 2
+    original = {row.tobytes() for row in stratum.X}
+    assert all(row.tobytes() in original for row in sub.X)
+    for a in range(3):  # rows stay in their group
+        rows = sub.X[sub.codes == a]
+        group_rows = {row.tobytes() for row in stratum.X[stratum.codes == a]}
+        assert all(row.tobytes() in group_rows for row in rows)
+    assert _subsample([stratum], 1000, np.random.RandomState(0))[0] is stratum
+
+
+# --------------------------------------------------------------------------
+# The estimator
+# --------------------------------------------------------------------------
+
+
+def test_synthetic1_reaches_tau_far_below_pca():
+    X, s = make_mmd_synthetic1(random_state=0)
+    est = MMDFairPCA(n_components=2, tau=1e-3, random_state=0).fit(X, sensitive_features=s)
+    assert est.converged_
+    h = mmd2(X, s, est, bandwidth=est.bandwidth_)
+    np.testing.assert_allclose(h, est.constraint_value_, rtol=1e-9)
+    assert h <= 1e-3
+    assert mmd2(X, s, PCA(n_components=2).fit(X), bandwidth=est.bandwidth_) >= 50 * h
+
+
+def _synthetic1_with_matched_moments(random_state):
+    """Synthetic #1 with group 1 linearly recoloured to group 0's sample mean and covariance."""
+    X, s = make_mmd_synthetic1(random_state=random_state)
+    A, B = X[s == 0], X[s == 1]
+    chol_a = np.linalg.cholesky(np.cov(A.T, bias=True))
+    chol_b = np.linalg.cholesky(np.cov(B.T, bias=True))
+    B = A.mean(axis=0) + (B - B.mean(axis=0)) @ np.linalg.solve(chol_b.T, chol_a.T)
+    return np.vstack([A, B]), s
+
+
+def test_synthetic1_moment_matching_cannot_separate_what_mmd_can():
+    # Lee et al., Figure 1: equal means and covariances but different distributions.
+    X, s = _synthetic1_with_matched_moments(random_state=0)
+    A, B = X[s == 0], X[s == 1]
+    np.testing.assert_allclose(A.mean(axis=0), B.mean(axis=0), atol=1e-12)
+    np.testing.assert_allclose(np.cov(A.T), np.cov(B.T), atol=1e-12)
+    pca = PCA(n_components=2).fit(X)
+    fair = MMDFairPCA(n_components=2, tau=1e-3, random_state=0).fit(X, sensitive_features=s)
+    bandwidth = fair.bandwidth_
+    h_pca = mmd2(X, s, pca, bandwidth=bandwidth)
+    assert mmd2(X, s, fair, bandwidth=bandwidth) <= 1e-3 <= h_pca / 50
+    # With the first two moments already equal, FPCA's constraints are inactive: it is PCA.
+    for mu in (0.01, 1.0):
+        convex = ConvexFairPCA(n_components=2, mu=mu, delta=0.1).fit(X, sensitive_features=s)
+        assert subspace_distance(convex.components_.T, pca.components_.T) < 1e-3
+        assert mmd2(X, s, convex, bandwidth=bandwidth) >= 0.9 * h_pca
+
+
+def test_history_follows_the_repms_schedule():
+    X, s = make_mmd_synthetic1(random_state=1)
+    tau = 1e-3
+    est = MMDFairPCA(n_components=2, tau=tau).fit(X, sensitive_features=s)
+    hist = est.history_
+    assert len(hist["rho"]) == est.n_iter_ >= 2
+    # rho_0 = 1 / MMD²(PCA), computed independently with sklearn's PCA.
+    h_pca = mmd2(X, s, PCA(n_components=2).fit(X), bandwidth=est.bandwidth_)
+    np.testing.assert_allclose(hist["rho"][0] * h_pca, 1.0, rtol=1e-8)
+    for k in range(est.n_iter_ - 1):
+        grows = hist["mmd2"][k] > tau
+        expected = min(2 * hist["rho"][k], 1e10) if grows else hist["rho"][k]
+        np.testing.assert_allclose(hist["rho"][k + 1], expected, rtol=1e-12)
+        np.testing.assert_allclose(hist["tolerance"][k + 1], max(1e-6, hist["tolerance"][k] / 10))
+    np.testing.assert_allclose(hist["mmd2"][-1], est.constraint_value_, rtol=1e-12)
+    np.testing.assert_allclose(
+        hist["explained_variance_ratio"][-1], explained_variance_ratio(X, est), rtol=1e-10
+    )
+
+
+def test_fair_pca_is_returned_when_pca_satisfies_tau():
+    X, s = make_mmd_synthetic1(random_state=0)
+    est = MMDFairPCA(n_components=2, tau=2.0).fit(X, sensitive_features=s)  # MMD² <= 2 always
+    pca = PCA(n_components=2).fit(X)
+    assert est.n_iter_ == 0 and est.converged_
+    assert subspace_distance(est.components_.T, pca.components_.T) < 1e-10
+
+
+def test_three_groups_every_pair_within_tau():
+    # Each group has its own two dominant directions (6 of the 10); the other 4 are fair.
+    X, s = make_gaussian_groups(
+        n_samples=450, n_features=10, n_groups=3, mean_shift=0.0, random_state=2
+    )
+    tau = 1e-3
+    est = MMDFairPCA(n_components=2, tau=tau, random_state=0).fit(X, sensitive_features=s)
+    assert est.converged_
+    h = mmd2(X, s, est, bandwidth=est.bandwidth_)  # largest pairwise value
+    np.testing.assert_allclose(h, est.constraint_value_, rtol=1e-9)
+    assert h <= tau
+    assert mmd2(X, s, PCA(n_components=2).fit(X), bandwidth=est.bandwidth_) > 20 * tau
+
+
+def _labelled_data():
+    """Group 1 is shifted along feature 1 among y = 1 rows and along feature 2 among y = 0."""
+    rng = np.random.default_rng(3)
+    n = 100
+    y = np.repeat([0, 1, 0, 1], n)
+    s = np.repeat([0, 0, 1, 1], n)
+    X = rng.standard_normal((4 * n, 4)) * [3.0, 2.5, 2.5, 0.5]
+    X[(s == 1) & (y == 1), 1] += 3.0
+    X[(s == 1) & (y == 0), 2] += 3.0
+    return X, s, y
+
+
+def test_equal_opportunity_and_equalised_odds():
+    X, s, y = _labelled_data()
+    tau = 1e-2  # above the finite-sample floor of MMD² with 100 rows per group and class
+    pos, neg = y == 1, y == 0
+    eop = MMDFairPCA(n_components=2, tau=tau, fairness="EOP").fit(X, y, sensitive_features=s)
+    eod = MMDFairPCA(n_components=2, tau=tau, fairness="EOD").fit(X, y, sensitive_features=s)
+    bw = eop.bandwidth_
+    assert eod.bandwidth_ == bw
+    pca = PCA(n_components=2).fit(X)
+    assert mmd2(X[pos], s[pos], pca, bandwidth=bw) > 5 * tau
+
+    h_eop = mmd2(X[pos], s[pos], eop, bandwidth=bw)
+    np.testing.assert_allclose(h_eop, eop.constraint_value_, rtol=1e-9)
+    assert eop.converged_ and h_eop <= tau
+    # Equal opportunity leaves the y = 0 rows free: their groups stay apart.
+    assert mmd2(X[neg], s[neg], eop, bandwidth=bw) > 5 * tau
+
+    h_eod = [mmd2(X[rows], s[rows], eod, bandwidth=bw) for rows in (pos, neg)]
+    np.testing.assert_allclose(max(h_eod), eod.constraint_value_, rtol=1e-9)
+    assert eod.converged_ and max(h_eod) <= tau
+    # The stronger constraint costs variance.
+    assert explained_variance_ratio(X, eod) < explained_variance_ratio(X, eop) - 0.05
+
+
+def test_positive_class_is_the_larger_label():
+    X, s, y = _labelled_data()
+    labels = np.where(y == 1, "yes", "no")
+    params = dict(n_components=2, tau=1e-2, fairness="EOP")
+    a = MMDFairPCA(**params).fit(X, labels, sensitive_features=s)
+    b = MMDFairPCA(**params).fit(X, y, sensitive_features=s)
+    assert a.converged_
+    np.testing.assert_array_equal(a.components_, b.components_)
+
+
+def test_rff_mode_agrees_with_exact_mode():
+    X, s = make_gaussian_groups(n_samples=2000, n_features=8, random_state=1)
+    tau = 1e-3
+    exact = MMDFairPCA(n_components=2, tau=tau, mmd="exact", random_state=0)
+    rff = MMDFairPCA(n_components=2, tau=tau, mmd="rff", random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        exact.fit(X, sensitive_features=s)
+        rff.fit(X, sensitive_features=s)
+    assert exact.mmd_method_ == "exact" and rff.mmd_method_ == "rff"
+    # constraint_value_ is the exact MMD² (all 2000 rows) at the random-feature solution.
+    np.testing.assert_allclose(
+        rff.constraint_value_, mmd2(X, s, rff, bandwidth=rff.bandwidth_), rtol=1e-9
+    )
+    # Stated error: a few per cent of MMD² near the constraint (10 % at most).
+    estimate = rff.history_["mmd2"][-1]
+    assert abs(estimate - rff.constraint_value_) <= 0.1 * rff.constraint_value_
+    assert rff.constraint_value_ <= 1.1 * tau
+    assert abs(explained_variance_ratio(X, rff) - explained_variance_ratio(X, exact)) < 0.01
+
+
+def test_auto_mode_switches_on_the_number_of_rows():
+    X, s = make_gaussian_groups(n_samples=300, n_features=4, random_state=0)
+    est = MMDFairPCA(n_components=1, tau=0.5).fit(X, sensitive_features=s)
+    assert est.mmd_method_ == "exact"
+    X, s = make_gaussian_groups(n_samples=5200, n_features=4, random_state=0)
+    est = MMDFairPCA(n_components=1, tau=0.5).fit(X, sensitive_features=s)
+    assert est.mmd_method_ == "rff"
+
+
+def test_same_seed_same_output():
+    X, s = make_gaussian_groups(n_samples=2500, n_features=5, random_state=4)
+    # Random start, random frequencies and the bandwidth subsample (> 2000 rows) all draw.
+    params = dict(n_components=2, tau=1e-3, mmd="rff", init="random", n_random_features=128)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        a = MMDFairPCA(**params, random_state=3).fit(X, sensitive_features=s)
+        b = MMDFairPCA(**params, random_state=3).fit(X, sensitive_features=s)
+    np.testing.assert_array_equal(a.components_, b.components_)
+    assert a.bandwidth_ == b.bandwidth_ and a.constraint_value_ == b.constraint_value_
+
+
+def test_convergence_warning_when_tau_is_out_of_reach():
+    X, s = make_mmd_synthetic1(random_state=0)
+    with pytest.warns(ConvergenceWarning, match=r"largest pairwise MMD² is [0-9.e-]+ > tau=0"):
+        est = MMDFairPCA(n_components=2, tau=0.0, max_iter=3).fit(X, sensitive_features=s)
+    assert not est.converged_ and est.n_iter_ == 3
+    assert np.all(np.isfinite(est.components_)) and est.constraint_value_ > 0
+
+
+def test_verbose_logs_every_outer_iteration(caplog):
+    X, s = make_mmd_synthetic1(random_state=0)
+    with caplog.at_level(logging.INFO, logger="fairpca.mmd"):
+        quiet = MMDFairPCA(n_components=2).fit(X, sensitive_features=s)
+    assert not caplog.records
+    with caplog.at_level(logging.INFO, logger="fairpca.mmd"):
+        est = MMDFairPCA(n_components=2, verbose=True).fit(X, sensitive_features=s)
+    lines = [r.getMessage() for r in caplog.records if "rho=" in r.getMessage()]
+    assert len(lines) == est.n_iter_ == quiet.n_iter_
+    assert all("MMD²=" in m and "explained variance=" in m and "||dV||=" in m for m in lines)
+
+
+def test_fit_without_groups_is_pca_and_drops_fair_attributes():
+    X, s = make_mmd_synthetic1(random_state=0)
+    est = MMDFairPCA(n_components=2).fit(X, sensitive_features=s)
+    with pytest.warns(UserWarning, match="without sensitive_features"):
+        est.fit(X)
+    pca = PCA(n_components=2).fit(X)
+    assert subspace_distance(est.components_.T, pca.components_.T) < 1e-10
+    assert est.n_iter_ == 1 and est.converged_
+    assert not hasattr(est, "constraint_value_") and not hasattr(est, "bandwidth_")
+
+
+# --------------------------------------------------------------------------
+# Bad input
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("params", "match"),
+    [
+        ({"tau": -1e-3}, "tau"),
+        ({"bandwidth": 0.0}, "bandwidth"),
+        ({"bandwidth": "scott"}, "bandwidth"),
+        ({"fairness": "DPP"}, "fairness"),
+        ({"mmd": "fast"}, "mmd"),
+        ({"init": "zeros"}, "init"),
+        ({"n_random_features": 1}, "n_random_features"),
+        ({"max_samples": 1}, "max_samples"),
+        ({"max_iter": 0}, "max_iter"),
+    ],
+)
+def test_bad_parameters(params, match):
+    X, s = make_mmd_synthetic1(n_per_group=10, random_state=0)
+    with pytest.raises(ValueError, match=match):
+        MMDFairPCA(n_components=2, **params).fit(X, sensitive_features=s)
+
+
+def test_group_with_one_row():
+    X, s = make_mmd_synthetic1(n_per_group=10, random_state=0)
+    s = s.copy()
+    s[0] = 7
+    with pytest.raises(ValueError, match="at least 2 rows"):
+        MMDFairPCA(n_components=2).fit(X, sensitive_features=s)
+
+
+def test_zero_median_bandwidth():
+    rng = np.random.default_rng(0)
+    X = np.zeros((40, 3))
+    X[:6] = rng.standard_normal((6, 3))  # most pairs of rows are equal
+    s = np.arange(40) % 2
+    with pytest.raises(ValueError, match="zero bandwidth"):
+        MMDFairPCA(n_components=2).fit(X, sensitive_features=s)
+    with pytest.raises(ValueError, match="zero variance"):
+        MMDFairPCA(n_components=2).fit(np.ones((40, 3)), sensitive_features=s)
+    # An explicit bandwidth works on the data with a few distinct rows.
+    est = MMDFairPCA(n_components=2, tau=2.0, bandwidth=1.0).fit(X, sensitive_features=s)
+    assert est.bandwidth_ == 1.0
+
+
+def test_equal_opportunity_needs_a_binary_y():
+    X, s, y = _labelled_data()
+    with pytest.raises(ValueError, match="pass the binary target"):
+        MMDFairPCA(n_components=2, fairness="EOP").fit(X, sensitive_features=s)
+    with pytest.raises(ValueError, match="binary y"):
+        MMDFairPCA(n_components=2, fairness="EOD").fit(X, y % 3 + s, sensitive_features=s)
+    y_few = np.zeros_like(y)
+    y_few[s == 0] = 1
+    y_few[np.flatnonzero(s == 1)[0]] = 1  # one positive row in group 1
+    with pytest.raises(ValueError, match=r"at least 2 rows with y=1; too small: 1 \(1 rows\)"):
+        MMDFairPCA(n_components=2, fairness="EOP").fit(X, y_few, sensitive_features=s)
+
+
+# --------------------------------------------------------------------------
+# Real data: Lee et al. (2022), Table 1, d = 2, tau = 1e-3 (full run:
+# benchmarks/reproduce_mmd.py). One split must fall within two standard
+# deviations of the paper's mean over ten splits.
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("dataset", "var", "var_sd", "mmd", "mmd_sd"),
+    [("german_credit", 10.17, 0.57, 0.018, 0.014), ("compas", 33.95, 5.01, 0.005, 0.002)],
+)
+def test_lee2022_table1_one_split(dataset, var, var_sd, mmd, mmd_sd):
+    data = lee2022(dataset, split=0)
+    est = MMDFairPCA(n_components=2, tau=1e-3, random_state=0)
+    est.fit(data.X_train, sensitive_features=data.s_train)
+    assert est.converged_ and est.constraint_value_ <= 1e-3
+    test_var = 100 * explained_variance_ratio(data.X_test, est)
+    test_mmd = mmd2(data.X_test, data.s_test, est, bandwidth=est.bandwidth_)
+    assert abs(test_var - var) <= 2 * var_sd
+    assert abs(test_mmd - mmd) <= 2 * mmd_sd
