@@ -159,6 +159,19 @@ def test_no_fairness_pressure_gives_pca(constraints):
     )
 
 
+def test_rounding_level_mean_difference_removes_no_direction():
+    # Groups centred on the same mean: their difference is rounding noise, and
+    # delta = 0 must not spend a dimension on it.
+    X, s = _data(n_features=6)
+    X = X.copy()
+    for g in np.unique(s):
+        X[s == g] -= X[s == g].mean(axis=0)
+    est = ConvexFairPCA(n_components=2, mu=0.0, delta=0.0, constraints="mean", tol=TOL)
+    est.fit(X, sensitive_features=s)
+    U = PCA(n_components=2).fit(X).components_
+    assert np.allclose(est.components_.T @ est.components_, U.T @ U, atol=1e-5)
+
+
 def test_three_groups_pairwise_constraints():
     X, s = _data(n_features=5, n_groups=3, n_samples=450)
     d, mu, delta = 2, 0.05, 0.1

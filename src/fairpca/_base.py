@@ -5,8 +5,13 @@ pooled training mean, the per-group moments, ordering and sign of the
 components, and the scikit-learn transformer plumbing (``transform``,
 ``inverse_transform``, feature names, ``set_output``, metadata routing of
 ``sensitive_features``). A method only implements :meth:`FairPCABase._fit_components`.
+
+Methods that need only the per-group moments (class attribute
+``_moments_only = True``) also fit on Dask collections, with one distributed
+pass over the rows, and accept streamed chunks through ``partial_fit``.
 """
 
+import functools
 import inspect
 import warnings
 from abc import ABCMeta, abstractmethod
@@ -14,15 +19,24 @@ from abc import ABCMeta, abstractmethod
 import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils import check_array
+from sklearn.utils._available_if import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from fairpca._validation import (
+    _check_group_sizes,
+    _check_n_groups,
     _reraise_conversion_error,
     check_n_components,
     check_sensitive_features,
     raise_if_non_numeric,
 )
-from fairpca.moments import GroupMoments
+from fairpca.moments import (
+    GroupMoments,
+    _dask_labels,
+    _dask_rows,
+    _import_dask,
+    _is_dask_collection,
+)
 
 __all__ = ["FairPCABase", "public_estimators"]
 
@@ -32,6 +46,15 @@ def _top_eigenvectors(matrix, n_components):
     p = matrix.shape[0]
     _, vectors = np.linalg.eigh(matrix)
     return vectors[:, p - n_components :][:, ::-1].T
+
+
+def _single_group_moments(X):
+    """Moments of all rows of ``X`` as one group (for group-blind fits)."""
+    return GroupMoments._from_codes(X, np.zeros(X.shape[0], dtype=np.intp), np.array([0]))
+
+
+def _supports_moments_only(estimator):
+    return type(estimator)._moments_only
 
 
 class FairPCABase(
@@ -70,6 +93,9 @@ class FairPCABase(
         ``explained_variance_`` over the total training variance.
     groups_ : ndarray of shape (n_groups,) or None
         Sorted group labels seen in ``fit`` (``None`` when fitted without groups).
+    moments_ : GroupMoments
+        Counts, means and scatter matrices of the training rows per group (a
+        single group when fitted without groups); ``partial_fit`` merges into it.
     group_counts_ : ndarray of shape (n_groups,) or None
         Training rows per group.
     n_features_in_ : int
@@ -81,16 +107,23 @@ class FairPCABase(
     #: Fewest rows a group may have; methods needing more override it.
     _min_group_size = 2
 
+    #: True for methods whose ``_fit_components`` reads only ``moments`` (it is
+    #: then called with ``X``, ``codes`` and ``y`` set to None on Dask input and
+    #: in ``partial_fit``). Such methods fit on Dask collections and stream chunks.
+    _moments_only = False
+
     @abstractmethod
     def _fit_components(self, X, codes, moments, y):
         """Solve the method's problem.
 
         Parameters
         ----------
-        X : ndarray of shape (n_samples, n_features)
-            Training data centred on the pooled mean.
-        codes : ndarray of shape (n_samples,)
-            Integer group code of each row, in ``range(moments.n_groups)``.
+        X : ndarray of shape (n_samples, n_features) or None
+            Training data centred on the pooled mean; None for methods with
+            ``_moments_only = True`` fitted on Dask input or by ``partial_fit``.
+        codes : ndarray of shape (n_samples,) or None
+            Integer group code of each row, in ``range(moments.n_groups)``
+            (None when ``X`` is).
         moments : GroupMoments
             Group moments of the uncentred data.
         y : ndarray of shape (n_samples,) or None
@@ -125,21 +158,27 @@ class FairPCABase(
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : array-like, dask.array.Array or Dask DataFrame of shape (n_samples, n_features)
             Training data; NaN, infinities and non-numeric columns are rejected.
+            Dask collections are accepted by the covariance-based methods only:
+            their group moments are computed in one pass on the current Dask
+            scheduler, and only the small p x p problem is solved locally.
         y : array-like of shape (n_samples,), default=None
             Target. Used only by methods whose fairness notion depends on it;
             ignored otherwise.
-        sensitive_features : array-like of shape (n_samples,)
+        sensitive_features : array-like, dask.array.Array or Dask Series of shape (n_samples,)
             Protected group of each row: numbers, strings or booleans, at least
             two distinct values. If omitted, a ``UserWarning`` is issued and
-            group-blind PCA is fitted.
+            group-blind PCA is fitted. With a Dask DataFrame ``X``, pass a Dask
+            column partitioned like ``X`` (e.g. of the same DataFrame).
 
         Returns
         -------
         self : object
             The fitted estimator.
         """
+        if _is_dask_collection(X) or _is_dask_collection(sensitive_features):
+            return self._fit_dask(X, sensitive_features)
         X = self._validate_X(X, reset=True)
         n_samples, n_features = X.shape
         d = check_n_components(self.n_components, n_features)
@@ -150,9 +189,10 @@ class FairPCABase(
                 UserWarning,
                 stacklevel=2,
             )
-            self.mean_ = X.mean(axis=0)
+            moments = _single_group_moments(X)
+            self.mean_ = moments.means[0]
             Xc = X - self.mean_
-            components, scales = _top_eigenvectors(Xc.T @ Xc, d), None
+            components, scales = _top_eigenvectors(moments.scatters[0], d), None
             self.groups_ = self.group_counts_ = None
         else:
             groups, codes = check_sensitive_features(
@@ -167,21 +207,171 @@ class FairPCABase(
                         f"got shape {y.shape}."
                     )
             moments = GroupMoments._from_codes(X, codes, groups)
+            if self._moments_only:
+                # Same route as Dask input and partial_fit: no centred copy of X.
+                self._fit_moments(moments, d, grouped=True)
+                self._grouped_moments = True
+                return self
             self.mean_ = moments.pooled_mean
             self.groups_, self.group_counts_ = groups, counts
             Xc = X - self.mean_
             components, scales = self._fit_components(Xc, codes, moments, y)
-        self._set_components(components, scales, Xc)
+        self.moments_ = moments
+        self._grouped_moments = sensitive_features is not None
+        self._set_components(components, scales, Xc=Xc)
         return self
 
-    def _set_components(self, components, scales, Xc):
-        """Store components sorted by explained variance with a deterministic sign."""
+    # ------------------------------------------------------------ moments route
+    def _fit_dask(self, X, sensitive_features):
+        """Fit from the group moments of Dask collections, computed in one pass."""
+        name = type(self).__name__
+        if not self._moments_only:
+            raise TypeError(
+                f"{name} needs the rows of X, not only their group moments, so it does not "
+                "accept Dask collections; compute them into memory first (X.compute()) or "
+                "use a covariance-based method (MinMaxLossFairPCA, ConvexFairPCA, "
+                "RobustFairPCA, ParetoFairPCA)."
+            )
+        _, da = _import_dask(f"{name}.fit")
+        X, columns = _dask_rows(X, da)
+        self.n_features_in_ = int(X.shape[1])
+        # Same rule as scikit-learn: names are kept when every column name is a string.
+        if columns is not None and all(isinstance(c, str) for c in columns):
+            self.feature_names_in_ = np.asarray(columns, dtype=object)
+        else:
+            self.__dict__.pop("feature_names_in_", None)
+        d = check_n_components(self.n_components, self.n_features_in_)
+        grouped = sensitive_features is not None
+        if grouped:
+            labels = _dask_labels(sensitive_features, X, da)
+        else:
+            warnings.warn(
+                f"{name}.fit was called without sensitive_features; fitting group-blind PCA. "
+                "Pass sensitive_features=... to fit a fair projection.",
+                UserWarning,
+                stacklevel=3,
+            )
+            labels = X[:, 0].map_blocks(functools.partial(np.zeros_like, dtype=np.intp))
+        moments = GroupMoments.from_dask(X, labels)
+        if moments.n_samples < 2:
+            raise ValueError(f"X has {moments.n_samples} row(s); {name} needs at least 2.")
+        if grouped:
+            _check_n_groups(moments.groups)
+            _check_group_sizes(moments.groups, moments.counts, self._min_group_size)
+        self._grouped_moments = grouped
+        self._fit_moments(moments, d, grouped)
+        return self
+
+    def _fit_moments(self, moments, d, grouped):
+        """Solve from ``moments`` alone and set every fitted attribute."""
+        self.mean_ = moments.pooled_mean
+        # Scatter of all rows around the pooled mean: sum_a n_a M_a.
+        scatter = np.einsum("a,aij->ij", moments.counts, moments.second_moment("pooled"))
+        if grouped:
+            self.groups_, self.group_counts_ = moments.groups, moments.counts
+            components, scales = self._fit_components(None, None, moments, None)
+        else:
+            self.groups_ = self.group_counts_ = None
+            components, scales = _top_eigenvectors(scatter, d), None
+        self._set_components(components, scales, scatter=scatter, n_samples=moments.n_samples)
+        # Last, so that a failed solve leaves partial_fit's accumulated moments as they were.
+        self.moments_ = moments
+
+    @available_if(_supports_moments_only)
+    def partial_fit(self, X, y=None, *, sensitive_features=None):
+        """Update the fit with one more chunk of rows.
+
+        The chunk's group moments are merged into ``moments_`` (exactly, by the
+        pairwise update) and the method's small problem is solved again, so
+        after the last chunk the estimator equals ``fit`` on all rows up to
+        rounding. Each call costs one pass over the chunk plus one solve:
+        prefer few large chunks. Only the covariance-based methods have it.
+
+        A group may first appear in any chunk. While fewer than two groups (or
+        a group with too few rows) have been seen, a ``UserWarning`` is issued
+        and group-blind PCA of the rows so far is fitted.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_chunk, n_features)
+            Rows of this chunk, with the columns of the earlier chunks.
+        y : None
+            Ignored.
+        sensitive_features : array-like of shape (n_chunk,)
+            Group of each row; give it in every call or in none (group-blind PCA).
+
+        Returns
+        -------
+        self : object
+            The updated estimator.
+        """
+        check_params = getattr(self, "_check_params", None)
+        if check_params is not None:
+            check_params()
+        first = not hasattr(self, "moments_")
+        raise_if_non_numeric(X, "X")
+        try:
+            X = validate_data(self, X, reset=first, dtype=np.float64, ensure_all_finite=True)
+        except (ValueError, TypeError) as exc:
+            _reraise_conversion_error(exc, "X")
+        d = check_n_components(self.n_components, X.shape[1])
+        grouped = sensitive_features is not None
+        if not first and grouped != self._grouped_moments:
+            raise ValueError(
+                "sensitive_features must be given in every partial_fit call or in none; "
+                f"earlier calls were {'with' if self._grouped_moments else 'without'} it."
+            )
+        if grouped:
+            groups, codes = check_sensitive_features(sensitive_features, X.shape[0])
+            part = GroupMoments._from_codes(X, codes, groups)
+        else:
+            warnings.warn(
+                f"{type(self).__name__}.partial_fit was called without sensitive_features; "
+                "fitting group-blind PCA.",
+                UserWarning,
+                stacklevel=2,
+            )
+            part = _single_group_moments(X)
+        if not first:
+            try:
+                part = self.moments_.merge(part)
+            except TypeError as exc:
+                raise TypeError(
+                    f"sensitive_features of this chunk has labels of type {groups.dtype}, "
+                    f"earlier chunks had {self.moments_.groups.dtype}; use one label type."
+                ) from exc
+        solvable = grouped and part.n_groups >= 2 and part.counts.min() >= self._min_group_size
+        if grouped and not solvable:
+            warnings.warn(
+                f"{type(self).__name__}.partial_fit has seen groups "
+                f"{dict(zip(part.groups.tolist(), part.counts.tolist(), strict=True))} so far: "
+                f"a fair projection needs at least two groups of {self._min_group_size}+ rows. "
+                "Fitting group-blind PCA of the rows so far until more chunks arrive.",
+                UserWarning,
+                stacklevel=2,
+            )
+        self._fit_moments(part, d, solvable)
+        self._grouped_moments = grouped
+        return self
+
+    def _set_components(self, components, scales, *, Xc=None, scatter=None, n_samples=None):
+        """Store components sorted by explained variance with a deterministic sign.
+
+        The variances come from the centred rows ``Xc`` or, equivalently, from
+        their scatter matrix ``scatter = Xc.T @ Xc`` over ``n_samples`` rows.
+        """
         components = np.atleast_2d(np.asarray(components, dtype=np.float64))
         r = components.shape[0]
         scales = np.ones(r) if scales is None else np.asarray(scales, dtype=np.float64)
-        scores = (Xc @ components.T) * np.sqrt(scales)
-        n = max(Xc.shape[0] - 1, 1)
-        variance = (scores**2).sum(axis=0) / n
+        if Xc is not None:
+            scores = (Xc @ components.T) * np.sqrt(scales)
+            n = max(Xc.shape[0] - 1, 1)
+            variance = (scores**2).sum(axis=0) / n
+            total = (Xc**2).sum() / n
+        else:
+            n = max(n_samples - 1, 1)
+            variance = scales * np.einsum("rp,pq,rq->r", components, scatter, components) / n
+            total = np.trace(scatter) / n
         order = np.argsort(-variance, kind="stable")
         components, scales, variance = components[order], scales[order], variance[order]
         # Same convention as sklearn's svd_flip: largest |loading| positive.
@@ -192,7 +382,6 @@ class FairPCABase(
         self.component_scales_ = scales
         self.n_components_ = r
         self.explained_variance_ = variance
-        total = (Xc**2).sum() / n
         self.explained_variance_ratio_ = variance / total if total > 0 else np.zeros(r)
 
     # ------------------------------------------------------------- transform

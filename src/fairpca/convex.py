@@ -114,6 +114,10 @@ def _pairwise_differences(moments, covariances):
     pairs = list(combinations(range(moments.n_groups), 2))
     means = moments.means
     mean_diffs = np.array([means[b] - means[a] for a, b in pairs])
+    # Differences at rounding level of the data's spread are no difference: with
+    # delta = 0 they would otherwise remove a direction for nothing.
+    spread = np.sqrt(np.trace(moments.covariance()))
+    mean_diffs[np.linalg.norm(mean_diffs, axis=1) <= 1e-12 * spread] = 0.0
     if not covariances:
         return mean_diffs, []
     covs = moments.second_moment(center="group")
@@ -465,6 +469,9 @@ class ConvexFairPCA(FairPCABase):
     ((2, 8), 'optimal')
     """
 
+    # Group means and covariances are all the SDP needs: Dask input and partial_fit work.
+    _moments_only = True
+
     def __init__(
         self,
         n_components=2,
@@ -534,7 +541,7 @@ class ConvexFairPCA(FairPCABase):
             check_number(self.verbose, "verbose", minimum=0)
 
     def _fit_components(self, X, codes, moments, y):
-        d, p = self.n_components, X.shape[1]
+        d, p = self.n_components, moments.n_features
         if self.max_features is not None and p > self.max_features:
             raise ValueError(
                 f"X has {p} features but ConvexFairPCA accepts at most max_features="

@@ -578,6 +578,11 @@ class MinMaxLossFairPCA(FairPCABase):
     have the same second moment, every loss of the common PCA is zero and
     PCA is returned.
 
+    The problem depends on the data only through the group second moments
+    ``B_a``, so ``fit`` also accepts Dask collections (one distributed pass over
+    the rows) and ``partial_fit`` merges each chunk's moments exactly and solves
+    again; after the last chunk the estimator equals ``fit`` on all rows.
+
     References
     ----------
     .. [Samadi2018] S. Samadi, U. Tantipongpipat, J. Morgenstern, M. Singh and
@@ -592,6 +597,9 @@ class MinMaxLossFairPCA(FairPCABase):
     >>> est.n_components_ <= 3, bool(est.converged_)
     (True, True)
     """
+
+    #: Needs only the group moments: fits Dask input and has partial_fit.
+    _moments_only = True
 
     def __init__(
         self,
@@ -656,7 +664,7 @@ class MinMaxLossFairPCA(FairPCABase):
 
     def _fit_components(self, X, codes, moments, y):
         d = self.n_components
-        p = X.shape[1]
+        p = moments.n_features
         log_level = logging.INFO if self.verbose else logging.DEBUG
         small = [(g, int(c)) for g, c in zip(moments.groups, moments.counts, strict=True) if c <= d]
         if small:

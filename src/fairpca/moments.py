@@ -8,6 +8,7 @@ with the pairwise update of Chan, Golub & LeVeque (1979), which stays accurate
 for data with a large offset (unlike raw sums of squares).
 """
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -122,58 +123,50 @@ class GroupMoments:
 
     @classmethod
     def from_dask(cls, X, sensitive_features):
-        """Compute the moments of a Dask array in one distributed pass.
+        """Compute the moments of a Dask collection in one distributed pass.
 
         Each row block is reduced to its own ``GroupMoments`` on the workers;
         the small per-block results are merged in a tree. The numbers equal
-        those of :meth:`from_arrays` on the same data up to rounding.
+        those of :meth:`from_arrays` on the same data up to rounding. The
+        computation runs on the current Dask scheduler (a ``distributed.Client``
+        if one is active).
 
         Parameters
         ----------
-        X : dask.array.Array of shape (n_samples, n_features)
-            Numeric data (rechunked to whole rows if needed).
-        sensitive_features : dask.array.Array or array-like of shape (n_samples,)
-            Group labels, chunked like ``X`` along the rows.
+        X : dask.array.Array or dask.dataframe.DataFrame of shape (n_samples, n_features)
+            Numeric data. Array columns are rechunked to whole rows if needed.
+        sensitive_features : dask.array.Array, dask Series or array-like of shape (n_samples,)
+            Group labels. With row blocks of unknown size (e.g. from a Dask
+            DataFrame), pass a Dask collection with the same partitions, such as
+            a column of the same DataFrame.
 
         Returns
         -------
         moments : GroupMoments
+            Only groups present in the data are listed.
 
         Notes
         -----
-        Requires the ``dask`` extra (``pip install "fairpca[dask]"``).
+        Requires the ``dask`` extra (``pip install 'fairpca[dask]'``).
         """
-        try:
-            import dask
-            import dask.array as da
-        except ImportError as exc:  # pragma: no cover - depends on environment
-            raise ImportError(
-                'GroupMoments.from_dask needs dask: pip install "fairpca[dask]"'
-            ) from exc
-        X = da.asarray(X)
-        if X.ndim != 2:
-            raise ValueError(f"X must be 2-D, got {X.ndim} dimension(s).")
-        X = X.rechunk({1: -1})
-        if not isinstance(sensitive_features, da.Array):
-            sensitive_features = da.from_array(np.asarray(sensitive_features))
-        if sensitive_features.ndim != 1 or sensitive_features.shape[0] != X.shape[0]:
-            raise ValueError(
-                f"sensitive_features has shape {sensitive_features.shape} but X has "
-                f"{X.shape[0]} rows; they must have the same length."
-            )
-        sensitive_features = sensitive_features.rechunk((X.chunks[0],))
+        dask, da = _import_dask("GroupMoments.from_dask")
+        X, _ = _dask_rows(X, da)
+        labels = _dask_labels(sensitive_features, X, da)
+        x_blocks, s_blocks = X.to_delayed().ravel(), labels.to_delayed().ravel()
         parts = [
-            dask.delayed(cls.from_arrays)(xb, sb)
-            for xb, sb in zip(
-                X.to_delayed().ravel(), sensitive_features.to_delayed().ravel(), strict=True
-            )
+            dask.delayed(_block_moments)(xb, sb, i)
+            for i, (xb, sb) in enumerate(zip(x_blocks, s_blocks, strict=True))
         ]
         while len(parts) > 1:
             parts = [
-                dask.delayed(cls.merge)(parts[i], parts[i + 1]) if i + 1 < len(parts) else parts[i]
+                dask.delayed(_merge_parts)(parts[i], parts[i + 1])
+                if i + 1 < len(parts)
+                else parts[i]
                 for i in range(0, len(parts), 2)
             ]
         (result,) = dask.compute(parts[0])
+        if result is None:
+            raise ValueError("X has no rows: no data to compute moments from.")
         return result
 
     # ------------------------------------------------------------------ merge
@@ -283,3 +276,100 @@ class GroupMoments:
     def covariance(self):
         """Covariance of all rows around the pooled mean (divisor n), shape (p, p)."""
         return np.einsum("a,aij->ij", self.proportions, self.second_moment("pooled"))
+
+
+# ---------------------------------------------------------------------- Dask
+def _import_dask(caller):
+    """``dask`` and ``dask.array``, or an ImportError naming the extra."""
+    try:
+        import dask
+        import dask.array as da
+    except ImportError as exc:
+        raise ImportError(
+            f"{caller} needs dask for Dask input: pip install 'fairpca[dask]'"
+        ) from exc
+    return dask, da
+
+
+def _is_dask_collection(obj):
+    """Whether ``obj`` is a Dask collection, decided without importing dask."""
+    return type(obj).__module__.split(".")[0] == "dask" and hasattr(obj, "__dask_graph__")
+
+
+def _dask_rows(X, da):
+    """A Dask array of ``X`` with whole rows per block, and its column names (or None)."""
+    columns = None
+    if hasattr(X, "to_dask_array"):  # Dask DataFrame: one block per partition
+        columns = list(X.columns)
+        X = X.to_dask_array()
+    elif not isinstance(X, da.Array):
+        X = da.asarray(X)
+    if X.ndim != 2:
+        raise ValueError(f"X must be 2-D, got {X.ndim} dimension(s).")
+    if X.dtype.kind not in "biuf":
+        raise TypeError(f"X must be numeric; got a Dask collection of dtype {X.dtype}.")
+    return X.rechunk({1: -1}), columns
+
+
+def _dask_labels(sensitive_features, X, da):
+    """Labels as a 1-D Dask array whose blocks line up with the row blocks of ``X``."""
+    if sensitive_features is None:
+        raise ValueError("sensitive_features is required: pass one group label per row of X.")
+    labels = sensitive_features
+    if hasattr(labels, "to_dask_array"):
+        with warnings.catch_warnings():
+            # String columns become object arrays, which is what the labels need.
+            warnings.filterwarnings("ignore", "Dask currently has limited support", UserWarning)
+            labels = labels.to_dask_array()
+    elif not isinstance(labels, da.Array):
+        labels = np.asarray(labels)
+        if np.isnan(X.shape[0]):
+            raise ValueError(
+                "X has row blocks of unknown size (e.g. a Dask DataFrame); pass "
+                "sensitive_features as a Dask collection partitioned like X, such as a "
+                "column of the same DataFrame."
+            )
+        _check_label_length(labels.shape, X.shape[0])
+        labels = da.from_array(labels, chunks=(X.chunks[0],) + labels.shape[1:])
+    if labels.ndim == 2 and labels.shape[1] == 1:
+        labels = labels[:, 0]
+    if labels.ndim != 1:
+        raise ValueError(
+            f"sensitive_features must be 1-D with one label per row, got shape {labels.shape}."
+        )
+    known = not (np.isnan(X.shape[0]) or np.isnan(labels.shape[0]))
+    if known:
+        _check_label_length(labels.shape, X.shape[0])
+        return labels.rechunk((X.chunks[0],))
+    if labels.numblocks[0] != X.numblocks[0]:
+        raise ValueError(
+            f"X has {X.numblocks[0]} row blocks of unknown size but sensitive_features has "
+            f"{labels.numblocks[0]}; partition them alike (e.g. take both from one DataFrame)."
+        )
+    return labels
+
+
+def _check_label_length(shape, n_samples):
+    if shape[0] != n_samples:
+        raise ValueError(
+            f"sensitive_features has shape {shape} but X has {n_samples} rows; "
+            "they must have the same length."
+        )
+
+
+def _block_moments(X_block, s_block, index):
+    """Moments of one row block (``None`` for an empty block)."""
+    X_block = np.asarray(X_block)
+    if X_block.shape[0] == 0 and np.shape(s_block)[0] == 0:
+        return None
+    try:
+        return GroupMoments.from_arrays(X_block, s_block)
+    except (ValueError, TypeError) as exc:
+        raise type(exc)(f"row block {index}: {exc}") from exc
+
+
+def _merge_parts(left, right):
+    """Merge two optional moments (``None`` stands for no rows)."""
+    if left is None or right is None:
+        return right if left is None else left
+    return left.merge(right)

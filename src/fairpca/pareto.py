@@ -684,6 +684,12 @@ group_counts_, n_features_in_, feature_names_in_, component_scales_, n_component
     constant disparities and are left out; if PCA's disparities are all 0 up
     to rounding, PCA is returned.
 
+    The objectives depend on the data only through the group scatter matrices,
+    so ``fit`` also accepts Dask collections (one distributed pass over the rows)
+    and ``partial_fit`` merges each chunk's moments exactly and solves again
+    (``alpha='auto'`` is recomputed from the rows seen so far); after the last
+    chunk the estimator equals ``fit`` on all rows.
+
     References
     ----------
     M. M. Kamani, F. Haddadpour, R. Forsati and M. Mahdavi. Efficient Fair
@@ -707,6 +713,9 @@ group_counts_, n_features_in_, feature_names_in_, component_scales_, n_component
     >>> bool(gap(fair) <= 0.1 * gap(pca))
     True
     """
+
+    #: Needs only the group moments: fits Dask input and has partial_fit.
+    _moments_only = True
 
     def __init__(
         self,

@@ -472,6 +472,12 @@ n_components_, component_scales_, n_features_in_, feature_names_in_
     the training data. Where ``m_b = 0`` the square-root terms are not
     differentiable; their subgradient is taken as 0 there (no NaN).
 
+    The objective depends on the data only through the group second moments
+    and counts, so ``fit`` also accepts Dask collections (one distributed pass
+    over the rows) and ``partial_fit`` merges each chunk's moments exactly and
+    solves again (the default radii ``alpha / sqrt(n_a)`` use the counts seen so
+    far); after the last chunk the estimator equals ``fit`` on all rows.
+
     References
     ----------
     H. Vu, T. Tran, M.-C. Yue and V. A. Nguyen. "Distributionally Robust Fair
@@ -489,6 +495,9 @@ n_components_, component_scales_, n_features_in_, feature_names_in_
 
     #: Relative change of the best objective over the last tenth of a run deemed converged.
     _convergence_rtol = 1e-3
+
+    #: Needs only the group moments: fits Dask input and has partial_fit.
+    _moments_only = True
 
     def __init__(
         self,
@@ -569,7 +578,7 @@ n_components_, component_scales_, n_features_in_, feature_names_in_
         return radii
 
     def _fit_components(self, X, codes, moments, y):
-        d, p = self.n_components, X.shape[1]
+        d, p = self.n_components, moments.n_features
         counts = moments.counts.astype(np.float64)
         problem = _Problem(
             moments.second_moment("pooled"),
