@@ -255,3 +255,25 @@ def test_public_estimators_lists_concrete_exported_classes(monkeypatch):
     monkeypatch.setattr(fairpca, "__all__", [*fairpca.__all__, "GroupBalancedPCA"])
     found = public_estimators()
     assert GroupBalancedPCA in found and FairPCABase not in found
+
+
+@pytest.mark.parametrize("cls", public_estimators(), ids=lambda c: c.__name__)
+def test_group_blind_refit_keeps_no_attribute_of_the_fair_fit(cls):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 4)) * [3.0, 2.0, 1.0, 0.5]
+    s = np.repeat([0, 1], 30)
+    X[s == 1] += [0.0, 1.0, 0.0, 0.0]
+    est = cls(n_components=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # convergence of the fair fit is not the point here
+        fair_attributes = set(vars(est.fit(X, sensitive_features=s)))
+    with pytest.warns(UserWarning, match="group-blind"):
+        est.fit(X)
+    blind = cls(n_components=2)
+    with pytest.warns(UserWarning, match="group-blind"):
+        blind.fit(X)
+    # Refitting without groups leaves exactly what a fresh group-blind fit has.
+    assert set(vars(est)) == set(vars(blind))
+    assert fair_attributes - set(vars(est)), "the fair fit should have had its own attributes"
+    assert est.n_iter_ == 1 and est.converged_
+    np.testing.assert_allclose(est.components_, PCA(n_components=2).fit(X).components_, atol=1e-8)

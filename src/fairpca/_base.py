@@ -112,6 +112,13 @@ class FairPCABase(
     #: in ``partial_fit``). Such methods fit on Dask collections and stream chunks.
     _moments_only = False
 
+    def _check_params(self):
+        """Validate the hyper-parameters; called before any data is read."""
+
+    def _set_group_blind_state(self):
+        """Attributes of a group-blind fit: an exact eigen-solve, one step."""
+        self.n_iter_, self.converged_ = 1, True
+
     @abstractmethod
     def _fit_components(self, X, codes, moments, y):
         """Solve the method's problem.
@@ -177,6 +184,10 @@ class FairPCABase(
         self : object
             The fitted estimator.
         """
+        self._check_params()
+        # A refit starts from scratch: no attribute of an earlier solution survives.
+        for name in [k for k in vars(self) if k.endswith("_") and not k.startswith("_")]:
+            delattr(self, name)
         if _is_dask_collection(X) or _is_dask_collection(sensitive_features):
             return self._fit_dask(X, sensitive_features)
         X = self._validate_X(X, reset=True)
@@ -194,6 +205,7 @@ class FairPCABase(
             Xc = X - self.mean_
             components, scales = _top_eigenvectors(moments.scatters[0], d), None
             self.groups_ = self.group_counts_ = None
+            self._set_group_blind_state()
         else:
             groups, codes = check_sensitive_features(
                 sensitive_features, n_samples, min_groups=2, min_group_size=self._min_group_size
@@ -273,6 +285,7 @@ class FairPCABase(
         else:
             self.groups_ = self.group_counts_ = None
             components, scales = _top_eigenvectors(scatter, d), None
+            self._set_group_blind_state()
         self._set_components(components, scales, scatter=scatter, n_samples=moments.n_samples)
         # Last, so that a failed solve leaves partial_fit's accumulated moments as they were.
         self.moments_ = moments
@@ -305,9 +318,7 @@ class FairPCABase(
         self : object
             The updated estimator.
         """
-        check_params = getattr(self, "_check_params", None)
-        if check_params is not None:
-            check_params()
+        self._check_params()
         first = not hasattr(self, "moments_")
         raise_if_non_numeric(X, "X")
         try:

@@ -51,15 +51,6 @@ _SOLVER_OPTIONS = {
     },
 }
 
-#: Attributes set only by a fit with sensitive features.
-_SOLUTION_ATTRIBUTES = (
-    "relaxed_projection_",
-    "objective_",
-    "covariance_bounds_",
-    "solver_status_",
-    "n_iter_",
-)
-
 
 def _import_cvxpy():
     try:
@@ -494,35 +485,6 @@ class ConvexFairPCA(FairPCABase):
         self.max_iter = max_iter
         self.max_features = max_features
         self.verbose = verbose
-
-    def fit(self, X, y=None, *, sensitive_features=None):
-        """Fit the fair projection.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Training data (standardise it first for the published ``mu``,
-            ``delta``).
-        y : None
-            Ignored.
-        sensitive_features : array-like of shape (n_samples,)
-            Protected group of each row (at least two groups). Without it a
-            ``UserWarning`` is issued and group-blind PCA is fitted, with
-            ``n_iter_ = 1``, ``converged_ = True`` and none of the SDP
-            attributes.
-
-        Returns
-        -------
-        self : ConvexFairPCA
-            The fitted estimator.
-        """
-        self._check_params()
-        super().fit(X, y, sensitive_features=sensitive_features)
-        if sensitive_features is None:
-            for name in _SOLUTION_ATTRIBUTES:
-                self.__dict__.pop(name, None)
-            self.n_iter_, self.converged_ = 1, True
-        return self
 
     def _check_params(self):
         check_number(self.mu, "mu", numbers.Real, minimum=0)

@@ -34,16 +34,6 @@ logger = logging.getLogger(__name__)
 #: when the duality gap is made relative (rounding noise in the losses is far smaller).
 _SCALE_FLOOR = 1e-6
 
-#: Fitted attributes that describe a fair solution (absent after a group-blind fit).
-_SOLUTION_ATTRIBUTES = (
-    "relaxed_projection_",
-    "relaxed_objective_",
-    "dual_weights_",
-    "gap_",
-    "group_losses_",
-    "objective_",
-)
-
 #: LP entries closer than this to 0 or 1 are set to 0 or 1.
 _INTEGRALITY_TOL = 1e-10
 
@@ -621,34 +611,6 @@ class MinMaxLossFairPCA(FairPCABase):
         self.eta = eta
         self.sdp_solver = sdp_solver
         self.verbose = verbose
-
-    def fit(self, X, y=None, *, sensitive_features=None):
-        """Fit the fair projection.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Training data.
-        y : None
-            Ignored.
-        sensitive_features : array-like of shape (n_samples,)
-            Protected group of each row (at least two groups). Without it a
-            ``UserWarning`` is issued and group-blind PCA is fitted; then only
-            ``n_iter_ = 1`` and ``converged_ = True`` are set among the
-            attributes specific to this class.
-
-        Returns
-        -------
-        self : MinMaxLossFairPCA
-            The fitted estimator.
-        """
-        self._check_params()
-        super().fit(X, y, sensitive_features=sensitive_features)
-        if sensitive_features is None:
-            for name in _SOLUTION_ATTRIBUTES:
-                self.__dict__.pop(name, None)
-            self.n_iter_, self.converged_ = 1, True
-        return self
 
     def _check_params(self):
         if self.solver not in ("auto", "mw", "sdp"):

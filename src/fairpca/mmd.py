@@ -60,16 +60,6 @@ _STEP_MIN = 1e-6  # d_min: smallest ||V_{k+1} - V_k||_F that counts as movement
 _INNER_MAX_ITER = 300  # iterations of each sub-solve (the authors' RBFGS limit)
 _N_RANDOM_STARTS = 11  # random orthonormal matrices tried by init="random"
 
-#: Attributes set by a fit with groups (removed by a fit without them).
-_FIT_ATTRIBUTES = (
-    "bandwidth_",
-    "mmd_method_",
-    "constraint_value_",
-    "converged_",
-    "n_iter_",
-    "history_",
-)
-
 #: mmd="auto" uses exact kernel sums when the constrained rows number at most this.
 AUTO_EXACT_MAX_ROWS = 5000
 #: With random features, constraint_value_ is the exact MMD² on at most this many rows.
@@ -647,37 +637,6 @@ class MMDFairPCA(FairPCABase):
         return strata
 
     # ------------------------------------------------------------------- fit
-    def fit(self, X, y=None, *, sensitive_features=None):
-        """Fit the MMD-constrained fair projection.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Training data.
-        y : array-like of shape (n_samples,), default=None
-            Binary target, required for ``fairness="EOP"`` and ``"EOD"``;
-            ignored for ``"DP"``.
-        sensitive_features : array-like of shape (n_samples,)
-            Protected group of each row (at least two groups, each with at
-            least 2 rows). Without it a ``UserWarning`` is issued and
-            group-blind PCA is fitted; then only ``n_iter_ = 1``
-            (scikit-learn's convention for iterative estimators) and
-            ``converged_ = True`` are set among the attributes specific to
-            this class.
-
-        Returns
-        -------
-        self : MMDFairPCA
-            The fitted estimator.
-        """
-        self._check_params()
-        super().fit(X, y, sensitive_features=sensitive_features)
-        if sensitive_features is None:
-            for name in _FIT_ATTRIBUTES:
-                self.__dict__.pop(name, None)
-            self.n_iter_, self.converged_ = 1, True
-        return self
-
     def _fit_components(self, X, codes, moments, y):
         tau = self._check_params()
         strata = self._strata(X, codes, moments.groups, y)

@@ -32,15 +32,6 @@ logger = logging.getLogger(__name__)
 
 _PSI_KINDS = ("square", "abs", "exp")
 _DISPARITY_KINDS = ("pairwise", "single")
-#: Fitted attributes that only a fit with groups sets.
-_FIT_ATTRIBUTES = (
-    "direction_norm_",
-    "alpha_",
-    "objective_names_",
-    "history_",
-    "start_history_",
-)
-
 #: Sufficient-decrease constant beta of the Armijo test (16).
 _ARMIJO = 1e-4
 #: Most step halvings per line search (eta >= 2**-60).
@@ -737,35 +728,6 @@ group_counts_, n_features_in_, feature_names_in_, component_scales_, n_component
         self.tol = tol
         self.max_iter = max_iter
         self.verbose = verbose
-
-    def fit(self, X, y=None, *, sensitive_features=None):
-        """Fit the Pareto fair projection.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Training data.
-        y : None
-            Ignored.
-        sensitive_features : array-like of shape (n_samples,)
-            Protected group of each row (at least two groups). Without it a
-            ``UserWarning`` is issued and group-blind PCA is fitted; then only
-            ``n_iter_ = 1`` (scikit-learn's convention for iterative
-            estimators) and ``converged_ = True`` are set among the attributes
-            specific to this class.
-
-        Returns
-        -------
-        self : ParetoFairPCA
-            The fitted estimator.
-        """
-        self._check_params()
-        super().fit(X, y, sensitive_features=sensitive_features)
-        if sensitive_features is None:
-            for name in _FIT_ATTRIBUTES:
-                self.__dict__.pop(name, None)
-            self.n_iter_, self.converged_ = 1, True
-        return self
 
     def _check_params(self):
         """Validate the hyper-parameters (before any work on the data)."""

@@ -524,25 +524,6 @@ n_components_, component_scales_, n_features_in_, feature_names_in_
         self.random_state = random_state
         self.verbose = verbose
 
-    def fit(self, X, y=None, *, sensitive_features=None):
-        """Fit the robust fair projection.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Training data.
-        y : None
-            Ignored.
-        sensitive_features : array-like of shape (n_samples,)
-            Group of each row (at least two groups).
-
-        Returns
-        -------
-        self : RobustFairPCA
-        """
-        self._check_params()
-        return super().fit(X, y, sensitive_features=sensitive_features)
-
     def _check_params(self):
         check_number(self.lam, "lam", numbers.Real, minimum=0)
         check_number(self.alpha, "alpha", numbers.Real, minimum=0)
