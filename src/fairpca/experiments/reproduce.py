@@ -181,6 +181,25 @@ def _fit(est, data, X=None, s=None):
         return est.fit(X)
 
 
+def _fitted(models, data, unavailable):
+    """Fit each ``(*key, estimator)`` entry and yield those that ran.
+
+    A method missing from this installation (``None``) or lacking an optional
+    dependency is recorded in ``unavailable`` and skipped.
+    """
+    for *key, est in models:
+        method = key[0]
+        if est is None:
+            unavailable.setdefault(method, "not in this installation of fairpca")
+            continue
+        try:
+            _fit(est, data)
+        except ImportError as exc:
+            unavailable.setdefault(method, str(exc))
+            continue
+        yield (*key, est)
+
+
 # ---------------------------------------------------------------- Lee et al.
 _LEE_SETTINGS = {
     2: [
@@ -212,15 +231,7 @@ def _lee_job(dataset, split, d, settings, data_home, unavailable):
     for method, label, params in settings:
         extra = {"random_state": split} if method == "MMDFairPCA" else {}
         models.append((method, label, _estimator(method, n_components=d, **params, **extra)))
-    for method, label, est in models:
-        if est is None:
-            unavailable.setdefault(method, "not in this installation of fairpca")
-            continue
-        try:
-            _fit(est, data)
-        except ImportError as exc:
-            unavailable.setdefault(method, str(exc))
-            continue
+    for method, label, est in _fitted(models, data, unavailable):
         var = 100 * explained_variance_ratio(data.X_test, est)
         mmd = mmd2(data.X_test, data.s_test, est, bandwidth=bandwidth)
         records.append(_record(dataset, method, label, d, split, "%VAR", var))
@@ -315,15 +326,7 @@ def _vu_job(dataset, split, quick, data_home, unavailable):
     models.append(("RobustFairPCA", "cv", robust))
     models.append(("MinMaxLossFairPCA", "", _estimator("MinMaxLossFairPCA", n_components=3)))
     records = []
-    for method, label, est in models:
-        if est is None:
-            unavailable.setdefault(method, "not in this installation of fairpca")
-            continue
-        try:
-            _fit(est, data)
-        except ImportError as exc:
-            unavailable.setdefault(method, str(exc))
-            continue
+    for method, label, est in _fitted(models, data, unavailable):
         abdiff, are = vu2022_errors(
             data.X_test, data.s_test, est.components_, data.X_train, data.s_train
         )
@@ -356,14 +359,11 @@ def _samadi_job(dataset, dims, data_home, unavailable):
     data = samadi2018(dataset, data_home=data_home)
     records = []
     for d in dims:
-        for method, est in (
+        models = [
             ("PCA", PCA(n_components=d)),
             ("MinMaxLossFairPCA", _estimator("MinMaxLossFairPCA", n_components=d)),
-        ):
-            if est is None:
-                unavailable.setdefault(method, "not in this installation of fairpca")
-                continue
-            _fit(est, data)
+        ]
+        for method, est in _fitted(models, data, unavailable):
             losses = marginal_loss(data.X_test, data.s_test, est, n_components=d)
             for group, loss in losses.items():
                 records.append(_record(dataset, method, "", d, 0, f"loss[{group}]", loss))
@@ -445,11 +445,7 @@ def _kamani_job(dataset, attribute, split, data_home, unavailable):
     if len(np.unique(data.s_train)) == 2:
         models.append(("MinMaxLossFairPCA", _estimator("MinMaxLossFairPCA", n_components=10)))
     records = []
-    for method, est in models:
-        if est is None:
-            unavailable.setdefault(method, "not in this installation of fairpca")
-            continue
-        _fit(est, data)
+    for method, est in _fitted(models, data, unavailable):
         pairs = pairwise_disparity_error(data.X_test, data.s_test, est, n_components=10)
         disparity = np.mean(np.abs(list(pairs.values()))) / len(data.X_test)
         records.append(_record(key, method, "", 10, split, "disparity", disparity))
