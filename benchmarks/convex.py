@@ -29,6 +29,7 @@ import argparse
 import time
 
 import numpy as np
+from _timing import best_time
 from sklearn.decomposition import PCA
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
@@ -49,16 +50,6 @@ def load(p, seed):
     X, s = make_mmd_synthetic2(n_features=p, n_per_group=240, random_state=seed)
     X_train, _, s_train, _ = train_test_split(X, s, train_size=0.7, stratify=s, random_state=seed)
     return StandardScaler().fit_transform(X_train), s_train
-
-
-def best_time(fit, repeat):
-    """Smallest wall-clock time of ``repeat`` calls and the last result."""
-    best, result = np.inf, None
-    for _ in range(repeat):
-        start = time.perf_counter()
-        result = fit()
-        best = min(best, time.perf_counter() - start)
-    return best, result
 
 
 def naive_sdp(X, s):

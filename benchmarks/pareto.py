@@ -25,10 +25,10 @@ Usage::
 """
 
 import argparse
-import time
 import warnings
 
 import numpy as np
+from _timing import best_time
 from sklearn.decomposition import PCA
 from sklearn.exceptions import ConvergenceWarning
 
@@ -41,16 +41,6 @@ REAL = (("adult", "sex"), ("default_credit", "sex"), ("adult", "race"))
 REAL += (("default_credit", "marriage"),)
 SIZES = (20, 50, 100, 200, 500)
 QUICK_SIZES = (20, 50, 100)
-
-
-def best_time(fit, repeat):
-    """Smallest wall-clock time of ``repeat`` calls and the last result."""
-    best, result = np.inf, None
-    for _ in range(repeat):
-        start = time.perf_counter()
-        result = fit()
-        best = min(best, time.perf_counter() - start)
-    return best, result
 
 
 def mean_abs_gap(X, s, projection, d):

@@ -24,10 +24,10 @@ Usage::
 """
 
 import argparse
-import time
 import warnings
 
 import numpy as np
+from _timing import best_time
 from scipy.ndimage import zoom
 from sklearn.decomposition import PCA
 from sklearn.exceptions import ConvergenceWarning
@@ -80,17 +80,6 @@ def data_for(p, faces, seed=0):
         X = zoom(images, (1, h / images.shape[1], w / images.shape[2]), order=1)
         X = X.reshape(len(images), -1)
     return StandardScaler().fit_transform(X), s
-
-
-def best_time(fn, repeat):
-    """Smallest wall time of ``repeat`` calls of ``fn`` and its last result."""
-    times = []
-    result = None
-    for _ in range(repeat):
-        start = time.perf_counter()
-        result = fn()
-        times.append(time.perf_counter() - start)
-    return min(times), result
 
 
 def timed_fit(X, s, n_iter, parametrization, repeat=1):
