@@ -122,6 +122,15 @@ def _gap_scale(B, objective):
 # ---------------------------------------------------------------------------
 
 
+def _gap_closed(B, upper, lower, tol, n_iter, log_level):
+    """Log one solver iteration and tell whether its relative duality gap is within ``tol``."""
+    gap = upper - lower
+    logger.log(
+        log_level, "iteration %d: primal %.12g, dual %.12g, gap %.3g", n_iter, upper, lower, gap
+    )
+    return gap <= tol * _gap_scale(B, upper)
+
+
 def _master_problem(L, shift, unit):
     """Best mixture of the projectors found so far and the matching dual point.
 
@@ -192,19 +201,10 @@ def _solve_cutting_plane(B, beta, bases, d, tol, max_iter, log_level):
     converged = False
     for n_iter in range(1, max_iter + 1):
         mu, w, upper = _master_problem(L, g_best, unit)
-        gap = upper - g_best
-        logger.log(
-            log_level,
-            "iteration %d: primal %.12g, dual %.12g, gap %.3g",
-            n_iter,
-            upper,
-            g_best,
-            gap,
-        )
-        if gap <= tol * _gap_scale(B, upper):
+        if _gap_closed(B, upper, g_best, tol, n_iter, log_level):
             converged = True
             break
-        unit = max(gap, np.finfo(float).tiny)
+        unit = max(upper - g_best, np.finfo(float).tiny)
         g, V, losses = _dual_value(B, beta, w, d)
         if g > g_best:
             w_best, g_best = w, g
@@ -239,16 +239,7 @@ def _solve_multiplicative_weights(B, beta, d, eta, tol, max_iter, log_level):
         columns.append(V)
         loss_sum += losses
         upper = float(np.max(loss_sum / n_iter))
-        gap = upper - g_best
-        logger.log(
-            log_level,
-            "iteration %d: primal %.12g, dual %.12g, gap %.3g",
-            n_iter,
-            upper,
-            g_best,
-            gap,
-        )
-        if gap <= tol * _gap_scale(B, upper):
+        if _gap_closed(B, upper, g_best, tol, n_iter, log_level):
             converged = True
             break
         log_w += eta * losses
