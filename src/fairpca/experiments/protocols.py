@@ -50,7 +50,9 @@ __all__ = [
     "vu2022",
 ]
 
-#: Number of train/test splits of Lee et al. and Vu et al.; ``split`` runs over ``range(N_SPLITS)``.
+#: Number of train/test splits Lee et al. and Vu et al. average over: ``split`` in
+#: ``range(N_SPLITS)``. Any larger ``split`` draws a further split by the same rules (it is the
+#: seed), for measuring how much a mean over N_SPLITS splits itself varies.
 N_SPLITS = 10
 
 #: Seed of the one subsample Lee et al. drew before splitting (theirs was unseeded).
@@ -132,9 +134,12 @@ def _check_dataset(dataset, allowed, protocol):
 
 def _check_split(split):
     if isinstance(split, bool) or not isinstance(split, numbers.Integral):
-        raise TypeError(f"split must be an int in range({N_SPLITS}), got {split!r}.")
-    if not 0 <= split < N_SPLITS:
-        raise ValueError(f"split must be in range({N_SPLITS}), got {split}.")
+        raise TypeError(f"split must be a non-negative int, got {split!r}.")
+    if not 0 <= split < 2**32:
+        raise ValueError(
+            f"split must be a non-negative int below 2**32 (the papers use range({N_SPLITS})), "
+            f"got {split}."
+        )
     return int(split)
 
 
@@ -296,8 +301,9 @@ def lee2022(dataset, *, split=0, data_home=None):
     Parameters
     ----------
     dataset : {"german_credit", "compas", "adult"}
-    split : int in range(10), default=0
-        Which of the 10 train/test splits; also its seed.
+    split : int, default=0
+        Which train/test split, and its seed: the paper averages over
+        ``range(10)``; larger values draw further splits by the same rules.
     data_home : str or path-like, default=None
         Where the raw files are (see :func:`fairpca.datasets.get_data_home`).
 
@@ -378,7 +384,8 @@ def vu2022(dataset, *, split=0, data_home=None):
     ----------
     dataset : str
         One of :data:`VU2022_DATASETS`.
-    split : int in range(10), default=0
+    split : int, default=0
+        Split and its seed; the paper averages over ``range(10)``.
     data_home : str or path-like, default=None
 
     Returns
@@ -516,7 +523,8 @@ def kamani(dataset, attribute, *, split=0, data_home=None):
     attribute : str
         ``"sex"`` or ``"race"`` for Adult, ``"sex"`` or ``"marriage"`` for
         Default credit.
-    split : int in range(10), default=0
+    split : int, default=0
+        Split and its seed; the paper averages over ``range(10)``.
     data_home : str or path-like, default=None
 
     Returns
