@@ -95,6 +95,46 @@ def test_mmd2_gradient_matches_finite_differences(three_groups, method):
         np.testing.assert_allclose(np.sum(grad * E), fd, rtol=rtol)
 
 
+def test_exact_hessian_product_matches_finite_differences_of_the_gradient(three_groups):
+    X, codes = three_groups
+    half = np.arange(len(codes)) % 2 == 0
+    strata = [_stratum(X[half], codes[half], "y=1"), _stratum(X[~half], codes[~half], "y=0")]
+    penalty = _Penalty(strata, 1.1, "exact")
+    V = random_point(6, 3, random_state=5)
+    rng = np.random.default_rng(6)
+    for _ in range(3):
+        Xi = rng.standard_normal(V.shape)
+        t = 1e-5
+        fd = (penalty(V + t * Xi)[2] - penalty(V - t * Xi)[2]) / (2 * t)
+        np.testing.assert_allclose(penalty.hess_vec(V, Xi), fd, rtol=0, atol=1e-8)
+    # Linear in Xi and the cached kernel is refreshed when V changes.
+    Xi1, Xi2 = rng.standard_normal((2, *V.shape))
+    np.testing.assert_allclose(
+        penalty.hess_vec(V, Xi1 + 2 * Xi2),
+        penalty.hess_vec(V, Xi1) + 2 * penalty.hess_vec(V, Xi2),
+        atol=1e-12,
+    )
+    W = random_point(6, 3, random_state=7)
+    fd = (penalty(W + 1e-5 * Xi1)[2] - penalty(W - 1e-5 * Xi1)[2]) / 2e-5
+    np.testing.assert_allclose(penalty.hess_vec(W, Xi1), fd, rtol=0, atol=1e-8)
+
+
+def test_random_features_in_blocks_equal_one_block(three_groups, monkeypatch):
+    import fairpca.mmd as mmd_module
+
+    X, codes = three_groups
+    strata = [_stratum(X, codes)]
+    frequencies = _qmc_frequencies(3, 128, 1.3, 0)
+    V = random_point(6, 3, random_state=8)
+    monkeypatch.setattr(mmd_module, "_RFF_CHUNK_BYTES", 10**9)  # every group in one block
+    whole = _Penalty(strata, 1.3, "rff", frequencies)(V)
+    monkeypatch.setattr(mmd_module, "_RFF_CHUNK_BYTES", 4 * 128 * 7)  # blocks of 7 rows
+    blocked = _Penalty(strata, 1.3, "rff", frequencies)(V)
+    assert blocked[0] == pytest.approx(whole[0], rel=1e-6)
+    assert blocked[1] == pytest.approx(whole[1], rel=1e-6)
+    np.testing.assert_allclose(blocked[2], whole[2], rtol=1e-5, atol=1e-9)
+
+
 def test_riemannian_gradient_is_tangent_horizontal_and_matches_the_retraction(three_groups):
     X, codes = three_groups
     sigma = X.T @ X / len(X)

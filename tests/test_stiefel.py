@@ -5,6 +5,7 @@ from scipy.linalg import sqrtm
 from fairpca.stiefel import (
     StiefelResult,
     minimize_lbfgs,
+    minimize_trust_region,
     random_point,
     retract_polar,
     retract_qr,
@@ -496,3 +497,35 @@ def test_two_loop_recursion_matches_explicit_bfgs_inverse_update():
     # secant condition for the newest pair: H y = s
     direction_y, _ = _lbfgs_direction(y, pairs, gamma, np.linalg.norm(y))
     np.testing.assert_allclose(-direction_y, s, rtol=1e-10, atol=1e-12)
+
+
+def test_trust_region_solves_an_ill_conditioned_problem_where_lbfgs_stalls():
+    # Top-3 eigenspace of a matrix with eigenvalues spread over eight orders of magnitude.
+    eigvals = np.concatenate([np.logspace(-4, 4, 27), [2e4, 3e4, 5e4]])
+    A = _psd_with_spectrum(eigvals, 21)
+    U = np.linalg.eigh(A)[1]
+    V0 = random_point(30, 3, random_state=22)
+    res = minimize_trust_region(_trace_cost(A), lambda V, xi: -2.0 * A @ xi, V0, gtol=1e-8)
+    assert res.converged and res.message == "gradient norm <= gtol"
+    _assert_orthonormal(res.point)
+    assert subspace_distance(res.point, U[:, -3:]) < 1e-9
+    assert res.cost == pytest.approx(-np.sum(eigvals[-3:]), rel=1e-12)
+    assert np.all(np.diff(res.cost_history) <= 1e-12 * abs(res.cost))
+    lbfgs = minimize_lbfgs(_trace_cost(A), V0, gtol=1e-8, max_iter=res.n_evals)
+    assert res.n_iter < 100 and not lbfgs.converged
+
+
+def test_trust_region_nonlinear_cost_reaches_a_stationary_point(eigen_problem):
+    A, _, _ = eigen_problem
+
+    def hess_vec(V, xi):  # of f(V) = -tr(V^T A V)^2
+        t = np.trace(V.T @ A @ V)
+        return -4.0 * (t * A @ xi + 2.0 * np.trace(xi.T @ A @ V) * (A @ V))
+
+    V0 = random_point(P, D, random_state=23)
+    res = minimize_trust_region(_trace_squared_cost(A), hess_vec, V0, gtol=1e-9)
+    assert res.converged
+    cost, egrad = _trace_squared_cost(A)(res.point)
+    assert np.linalg.norm(tangent_projection(res.point, egrad)) <= 1e-9
+    with pytest.raises(ValueError, match="hess_vec must be callable"):
+        minimize_trust_region(_trace_cost(A), None, V0)
