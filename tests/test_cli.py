@@ -2,6 +2,7 @@ import re
 import shlex
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -9,6 +10,7 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 from sklearn.decomposition import PCA
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
@@ -40,8 +42,12 @@ def test_readme_main_job_runs():
 
 def test_compare_numbers_are_the_metrics_of_the_split():
     X, s, y = make_gaussian_groups(random_state=0, return_target=True)
-    table, unavailable = compare_methods(X, s, y, n_components=2, random_state=0)
+    kept = {}
+    table, unavailable = compare_methods(X, s, y, n_components=2, random_state=0, _keep=kept)
     assert unavailable == {}
+    # The converged column is each fitted estimator's converged_ (PCA: closed form).
+    for name, est in kept["fitted"].items():
+        assert table.loc[name, "converged"] == getattr(est, "converged_", name == "PCA")
     # Recompute PCA's row independently from the same split.
     X_tr, X_te, s_tr, s_te = train_test_split(X, s, test_size=0.3, stratify=s, random_state=0)
     scaler = StandardScaler().fit(X_tr)
@@ -169,6 +175,36 @@ class _BalancedPCA(FairPCABase):
 class _NeedsExtra(_BalancedPCA):
     def _fit_components(self, X, codes, moments, y):
         raise ImportError('needs cvxpy: pip install "fairpca[sdp]"')
+
+
+class _StopsEarly(_BalancedPCA):
+    """Test-only method whose solver reports that it stopped before converging."""
+
+    def _fit_components(self, X, codes, moments, y):
+        self.n_iter_, self.converged_ = 3, False
+        warnings.warn("stopped after 3 iterations (gap 0.1)", ConvergenceWarning, stacklevel=2)
+        return super()._fit_components(X, codes, moments, y)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_compare_reports_methods_that_did_not_converge(monkeypatch, tmp_path):
+    monkeypatch.setattr("fairpca._base.public_estimators", lambda: [_BalancedPCA, _StopsEarly])
+    out = tmp_path / "report"
+    result = CliRunner().invoke(cli, ["compare", "--output", str(out)])
+    assert result.exit_code == 0, result.output
+    table = pd.read_csv(out / "comparison.csv", index_col="method")
+    assert table["converged"].to_dict() == {"PCA": True, "_BalancedPCA": True, "_StopsEarly": False}
+    assert "converged: PCA yes, _BalancedPCA yes, _StopsEarly NO" in result.output
+    assert "Did not converge: _StopsEarly (" in result.output
+    md = (out / "comparison.md").read_text()
+    assert md.splitlines()[0].endswith("| converged |")
+    assert md.count("Did not converge: _StopsEarly (") == 1
+    # Without such a method there is no note.
+    monkeypatch.setattr("fairpca._base.public_estimators", lambda: [_BalancedPCA])
+    result = CliRunner().invoke(cli, ["compare"])
+    assert result.exit_code == 0, result.output
+    assert "converged: PCA yes, _BalancedPCA yes" in result.output
+    assert "Did not converge" not in result.output
 
 
 def test_compare_fits_every_fair_estimator(monkeypatch):

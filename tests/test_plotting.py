@@ -9,6 +9,7 @@ from fairpca.plotting import (
     plot_communality,
     plot_group_errors,
     plot_group_errors_by_d,
+    plot_projections,
     plot_protected_biplot,
     plot_reproduction,
     plot_tradeoff,
@@ -151,3 +152,93 @@ def test_reproduction_plot_shows_ratio_to_paper():
     (ax,) = fig.axes
     xs = sorted(float(x) for line in ax.get_lines() for x in line.get_xdata() if x != 1.0)
     assert 1.5 in xs and "ours / paper" in ax.get_xlabel()
+
+
+def test_projection_plot_shows_each_methods_scores():
+    from sklearn.decomposition import PCA
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 4))
+    s = np.repeat(["a", "b"], 30)
+    models = {"first": PCA(2).fit(X), "last two": PCA(2).fit(X[:, 2:] @ np.eye(2, 4))}
+    fig = plot_projections(models, X, s, titles={"first": "PCA\nMMD² = 0.1"}, suptitle="T")
+    assert [ax.get_title() for ax in fig.axes] == ["PCA\nMMD² = 0.1", "last two"]
+    for ax, est in zip(fig.axes, models.values(), strict=True):
+        scores = est.transform(X)
+        offsets = [c.get_offsets() for c in ax.collections]
+        np.testing.assert_allclose(offsets[0], scores[s == "a"])
+        np.testing.assert_allclose(offsets[1], scores[s == "b"])
+        assert "component 1" in ax.get_xlabel()
+    assert "component 2" in fig.axes[0].get_ylabel()
+    assert fig.axes[0].get_legend() is not None
+    with pytest.raises(ValueError, match="fewer than 2 components"):
+        plot_projections({"one": PCA(1).fit(X)}, X, s)
+
+
+def _claims_details(settings, values):
+    return pd.DataFrame(
+        [
+            {
+                "dataset": "x",
+                "method": m,
+                "setting": st,
+                "d": 1,
+                "split": i,
+                "metric": mt,
+                "value": v,
+            }
+            for (m, st, mt, i), v in zip(settings, values, strict=True)
+        ]
+    )
+
+
+def test_radius_plot_is_mean_and_spread_against_alpha():
+    keys = [("RobustFairPCA", f"alpha={a:g}", "ARE+ABDiff", i) for a in (0, 5, 10) for i in (0, 1)]
+    values = [4.0, 6.0, 2.0, 2.0, 3.0, 5.0]
+    fig = plot_reproduction(pd.DataFrame(), _claims_details(keys, values), "vu2022-radius")
+    (ax,) = fig.axes
+    line = ax.get_lines()[0]
+    np.testing.assert_allclose(line.get_xdata(), [0, 5, 10])
+    np.testing.assert_allclose(line.get_ydata(), [5.0, 2.0, 4.0])
+    np.testing.assert_allclose(ax.get_lines()[1].get_xdata(), [5, 5])  # the smallest mean
+    assert "alpha" in ax.get_xlabel() and "ARE + ABDiff" in ax.get_ylabel()
+
+
+def test_synthetic2_plot_has_one_panel_per_measure():
+    keys = [
+        (m, f"p={p}", mt, 0)
+        for m in ("PCA", "MMDFairPCA")
+        for p in (20, 30)
+        for mt in ("%VAR", "MMD2", "seconds")
+    ]
+    values = np.arange(1.0, len(keys) + 1)
+    fig = plot_reproduction(pd.DataFrame(), _claims_details(keys, values), "lee2022-synthetic2")
+    assert [ax.get_xlabel() for ax in fig.axes] == ["number of features p"] * 3
+    assert fig.axes[2].get_yscale() == "log"
+    # PCA's %VAR line: the values recorded for p = 20 and 30.
+    line = fig.axes[0].get_lines()[0]
+    np.testing.assert_allclose(line.get_xdata(), [20, 30])
+    np.testing.assert_allclose(line.get_ydata(), [1.0, 4.0])
+
+
+def test_reproduction_plot_puts_four_metrics_on_a_grid():
+    metrics = ["%VAR", "%ACC", "MMD2", "ΔDP"]
+    table = pd.DataFrame(
+        {
+            "dataset": "x",
+            "method": "PCA",
+            "setting": "",
+            "d": 2,
+            "metric": metrics,
+            "ours_mean": [1.0, 2.0, 3.0, 4.0],
+            "ours_std": 0.1,
+            "paper_mean": [1.0, 1.0, 1.0, 1.0],
+            "paper_std": 0.5,
+            "status": "within",
+        }
+    )
+    fig = plot_reproduction(table, pd.DataFrame(), "lee2022-table1")
+    axes = [ax for ax in fig.axes if ax.get_visible()]
+    assert [ax.get_xlabel().split(":")[0] for ax in axes] == metrics
+    positions = {(round(ax.get_position().x0, 2), round(ax.get_position().y0, 2)) for ax in axes}
+    assert len(positions) == 4 and len({x for x, _ in positions}) == 2

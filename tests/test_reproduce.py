@@ -6,6 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
+from fairlearn.metrics import demographic_parity_difference
+from sklearn.metrics import accuracy_score
+from sklearn.svm import SVC
 
 import fairpca
 from fairpca.cli import cli
@@ -26,13 +29,23 @@ def test_reference_numbers_are_the_papers():
     assert (ref["citation"].str.len() > 0).all()
     numeric = ref["mean"].notna()
     assert (numeric | (ref["claim"].str.len() > 0)).all()
-    # Every Lee et al. cell appears as "mean <sub>sd</sub>" in Table 1 of the paper's text.
+    # Every Lee et al. cell is "mean <sub>sd</sub>" at its place in Table 1 of the paper's
+    # text: rows PCA, FPCA (0.1, 0.01), FPCA (0, 0.01), MbF-PCA 1e-3, 1e-6 for d = 2 then
+    # d = 10; columns %VAR, %ACC, MMD², ΔDP for COMPAS, German credit, Adult.
     lee = _paper("000")
     table1 = lee[lee.index("Table 1:") : lee.index("## 8.2")]
-    for row in ref[ref["target"] == "lee2022-table1"].itertuples():
-        digits = 2 if row.metric == "%VAR" else 3
-        cell = f"{row.mean:.{digits}f}\\s*<sub>{row.std:.{digits}f}</sub>"
-        assert re.search(cell, table1), (row.dataset, row.method, row.setting, row.d, row.metric)
+    lines = [line for line in table1.splitlines() if "<sub>" in line]
+    cells = [re.findall(r"([\d.]+)\s*<sub>([\d.]+)</sub>", line) for line in lines]
+    assert len(cells) == 10 and all(len(row) == 12 for row in cells)
+    settings = ["", "mu=0.01 delta=0.1", "mu=0.01 delta=0", "tau=1e-3", "tau=1e-6"]
+    datasets, metrics = ["compas", "german_credit", "adult"], ["%VAR", "%ACC", "MMD2", "ΔDP"]
+    lee_rows = ref[ref["target"] == "lee2022-table1"]
+    assert len(lee_rows) == 10 * 12
+    for row in lee_rows.itertuples():
+        line = (0 if row.d == 2 else 5) + settings.index(row.setting)
+        column = 4 * datasets.index(row.dataset) + metrics.index(row.metric)
+        mean, std = cells[line][column]
+        assert (row.mean, row.std) == (float(mean), float(std)), row
     # Every Vu et al. cell appears on its data set's line of Table 1.
     vu = _paper("001")
     lines = vu[vu.index("Table 1: Out-of-sample") :].splitlines()[:20]
@@ -47,11 +60,27 @@ def test_reference_numbers_are_the_papers():
         assert values[column] == row.mean
 
 
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory):
+    """``fairpca reproduce TARGET --quick --output DIR``, run once per target for the module."""
+    done = {}
+
+    def run(target):
+        if target not in done:
+            out = tmp_path_factory.mktemp(target) / "out"
+            result = CliRunner().invoke(cli, ["reproduce", target, "--quick", "--output", str(out)])
+            assert result.exit_code == 0, result.output
+            details = pd.read_csv(out / f"{target}-details.csv", keep_default_na=False)
+            table = pd.read_csv(out / f"{target}.csv", keep_default_na=False, na_values=[""])
+            done[target] = (result, out, table, details)
+        return done[target]
+
+    return run
+
+
 @pytest.mark.parametrize("target", list(rep.TARGETS))
-def test_every_target_runs_quick_and_writes_its_report(target, tmp_path):
-    out = tmp_path / "out"
-    result = CliRunner().invoke(cli, ["reproduce", target, "--quick", "--output", str(out)])
-    assert result.exit_code == 0, result.output
+def test_every_target_runs_quick_and_writes_its_report(target, quick_run):
+    result, out, _, _ = quick_run(target)
     files = {p.name for p in out.iterdir()}
     assert files == {f"{target}.csv", f"{target}-details.csv", "report.md", f"{target}.png"}
     assert (out / f"{target}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -82,11 +111,10 @@ def test_every_target_runs_quick_and_writes_its_report(target, tmp_path):
         assert set(table["status"]) <= {"holds", "fails"} and table["paper_claim"].all()
 
 
-def test_lee_numbers_are_recomputed_independently(tmp_path):
+def test_lee_numbers_are_recomputed_independently(quick_run):
     from fairpca.experiments import lee2022
 
-    result = rep.run("lee2022-table1", quick=True)
-    details = result.details
+    _, _, table, details = quick_run("lee2022-table1")
     for split in (0, 1):
         data = lee2022("compas", split=split)
         _, _, vt = np.linalg.svd(data.X_train - data.X_train.mean(0), full_matrices=False)
@@ -94,6 +122,139 @@ def test_lee_numbers_are_recomputed_independently(tmp_path):
         kept = np.sum((centred @ vt[:2].T) ** 2) / np.sum(centred**2)
         row = details.query("method == 'PCA' and metric == '%VAR' and split == @split")
         assert row["value"].item() == pytest.approx(100 * kept, rel=1e-6)
+        # The downstream RBF SVM on the same projection, scored on the test rows;
+        # ΔDP by fairlearn's demographic parity difference.
+        svm = SVC(kernel="rbf").fit((data.X_train - data.X_train.mean(0)) @ vt[:2].T, data.y_train)
+        predicted = svm.predict(centred @ vt[:2].T)
+        row = details.query("method == 'PCA' and metric == '%ACC' and split == @split")
+        assert row["value"].item() == pytest.approx(
+            100 * accuracy_score(data.y_test, predicted), abs=1e-9
+        )
+        gap = demographic_parity_difference(data.y_test, predicted, sensitive_features=data.s_test)
+        row = details.query("method == 'PCA' and metric == 'ΔDP' and split == @split")
+        assert row["value"].item() == pytest.approx(gap, abs=1e-9)
+    assert set(details["metric"]) == {"%VAR", "%ACC", "MMD2", "ΔDP"}
+    marked = table[table["metric"].isin(["%ACC", "ΔDP"])]
+    assert len(marked) == 6 and set(marked["status"]) <= {"within", "outside"}
+
+
+def _rbf_mmd2(Z, s):
+    """Biased MMD² with the median-heuristic bandwidth of Z itself (Lee et al.'s code)."""
+    sq = np.sum((Z[:, None, :] - Z[None, :, :]) ** 2, axis=2)
+    sigma2 = np.median(sq[np.triu_indices(len(Z), 1)]) / 2
+    K = np.exp(-sq / (2 * sigma2))
+    a, b = s == 0, s == 1
+    return K[np.ix_(a, a)].mean() + K[np.ix_(b, b)].mean() - 2 * K[np.ix_(a, b)].mean()
+
+
+def test_synthetic1_numbers_claims_and_figure(quick_run):
+    from fairpca.datasets import make_mmd_synthetic1
+
+    _, _, table, measurements = quick_run("lee2022-synthetic1")
+    details = measurements.set_index(["method", "metric"])["value"]
+    X, s = make_mmd_synthetic1(random_state=0)
+    X = (X - X.mean(0)) / X.std(0)
+    _, _, vt = np.linalg.svd(X, full_matrices=False)
+    Z = X @ vt[:2].T
+    assert details[("PCA", "%VAR")] == pytest.approx(100 * np.sum(Z**2) / np.sum(X**2))
+    assert details[("PCA", "MMD2")] == pytest.approx(_rbf_mmd2(Z, s), rel=1e-9)
+    measured = table.set_index("metric")["ours_mean"]
+    mmd = {m: details[(m, "MMD2")] for m in ("PCA", "ConvexFairPCA", "MMDFairPCA")}
+    assert measured["mmd_far_below_pca"] == pytest.approx(mmd["MMDFairPCA"] / mmd["PCA"])
+    assert measured["fpca_dissimilarity_persists"] == pytest.approx(
+        mmd["ConvexFairPCA"] / mmd["PCA"]
+    )
+    assert measured["mmd_below_fpca"] == pytest.approx(mmd["MMDFairPCA"] / mmd["ConvexFairPCA"])
+    # One panel per method, titled with its measured MMD² and %VAR; the PCA panel
+    # shows the PCA scores of the rows (up to the sign of each component).
+    fig = rep._synthetic1_figure(measurements)  # refits seed 0: the figure of the run
+    assert len(fig.axes) == 3
+    for ax, method in zip(fig.axes, ("PCA", "ConvexFairPCA", "MMDFairPCA"), strict=True):
+        title = ax.get_title()
+        assert title.startswith(method)
+        assert f"MMD² = {details[(method, 'MMD2')]:.4f}" in title
+        assert f"%VAR = {details[(method, '%VAR')]:.1f}" in title
+        assert ax.get_xlabel() and fig.axes[0].get_ylabel()
+    plotted = np.vstack([c.get_offsets() for c in fig.axes[0].collections])
+    expected = np.vstack([Z[s == 0], Z[s == 1]])
+    np.testing.assert_allclose(np.abs(plotted), np.abs(expected), atol=1e-9)
+
+
+def test_synthetic2_numbers_and_claims(quick_run):
+    from sklearn.model_selection import train_test_split
+
+    from fairpca.datasets import make_mmd_synthetic2
+    from fairpca.plotting import plot_reproduction
+
+    _, _, table, details = quick_run("lee2022-synthetic2")
+    assert set(details["setting"]) == {"p=20", "p=30"}
+    assert set(details["metric"]) == {"%VAR", "MMD2", "seconds"}
+    assert (details.loc[details["metric"] == "seconds", "value"] > 0).all()
+    for p in (20, 30):
+        X, s = make_mmd_synthetic2(n_features=p, n_per_group=60, random_state=0)
+        X_tr, X_te = train_test_split(X, test_size=0.3, random_state=0)
+        mean, sd = X_tr.mean(0), X_tr.std(0)
+        _, _, vt = np.linalg.svd((X_tr - mean) / sd, full_matrices=False)
+        A = (X_te - mean) / sd
+        row = details[
+            (details["method"] == "PCA")
+            & (details["metric"] == "%VAR")
+            & (details["setting"] == f"p={p}")
+        ]
+        expected = 100 * np.sum((A @ vt[:5].T) ** 2) / np.sum(A**2)
+        assert row["value"].item() == pytest.approx(expected, rel=1e-9)
+    means = details.pivot_table(index="setting", columns=["method", "metric"], values="value")
+    measured = table.set_index("metric")["ours_mean"]
+    var = means[("MMDFairPCA", "%VAR")] - means[("ConvexFairPCA", "%VAR")]
+    assert measured["mbf_more_variance"] == pytest.approx(var.min())
+    mmd = means[("MMDFairPCA", "MMD2")] - means[("ConvexFairPCA", "MMD2")]
+    assert measured["similar_fairness"] == pytest.approx(mmd.max())
+    fpca, mbf = means[("ConvexFairPCA", "seconds")], means[("MMDFairPCA", "seconds")]
+    growth = (fpca["p=30"] / fpca["p=20"]) / (mbf["p=30"] / mbf["p=20"])
+    assert measured["fpca_runtime_explodes"] == pytest.approx(growth)
+    assert measured["mbf_faster_at_largest_p"] == pytest.approx(mbf["p=30"] / fpca["p=30"])
+    fig = plot_reproduction(table, details, "lee2022-synthetic2")
+    assert [ax.get_xlabel() for ax in fig.axes] == ["number of features p"] * 3
+    assert "(%)" in fig.axes[0].get_ylabel() and "(s" in fig.axes[2].get_ylabel()
+
+
+def test_radius_cells_are_the_brute_force_optimum(quick_run):
+    from fairpca.datasets import make_robust_toy
+    from fairpca.robust import robust_objective
+
+    _, _, table, details = quick_run("vu2022-radius")
+    assert sorted(details["setting"].map(rep._setting_value).unique()) == [0, 2.5, 5, 7.5, 10]
+    assert set(details["split"]) == {0, 1}
+    # Simulation 0 by brute force over the direction angle of the 1-D subspace, with the
+    # radii of appendix D.2.1 (eps_1 = alpha / sqrt(N_1); eps_0 fixed at 0.15 / sqrt(N_0)).
+    X, s = make_robust_toy(random_state=0)
+    X_test, s_test = make_robust_toy((8000, 4000), random_state=2022)
+    centred = X - X.mean(0)
+    moments = np.stack([centred[s == g].T @ centred[s == g] / np.sum(s == g) for g in (0, 1)])
+    angles = np.linspace(0, np.pi, 3601)
+    for alpha in (0.0, 10.0):
+        radii = np.array([0.15 / np.sqrt(200), alpha / np.sqrt(100)])
+        values = [
+            robust_objective(
+                np.array([[np.cos(a), np.sin(a)]]), moments, [2 / 3, 1 / 3], radii, 0.1
+            )
+            for a in angles
+        ]
+        v = np.array([np.cos(angles[np.argmin(values)]), np.sin(angles[np.argmin(values)])])
+
+        def error(rows, centre, v=v):
+            r = rows - centre
+            return np.mean(np.sum((r - np.outer(r @ v, v)) ** 2, axis=1))
+
+        are = error(X_test, X.mean(0))
+        groups = [error(X_test[s_test == g], X[s == g].mean(0)) for g in (0, 1)]
+        chosen = (details["split"] == 0) & (details["setting"] == f"alpha={alpha:g}")
+        cell = details.loc[chosen, "value"].item()
+        assert cell == pytest.approx(are + abs(groups[0] - groups[1]), rel=2e-3)
+    means = details.groupby(details["setting"].map(rep._setting_value))["value"].mean()
+    measured = table.set_index("metric")["ours_mean"]
+    assert measured["radius_improves"] == pytest.approx(means.iloc[1:].min() / means.iloc[0])
+    assert measured["too_large_radius_hurts"] == pytest.approx(means.iloc[-1] / means.min())
 
 
 def test_vu_errors_against_a_direct_computation():

@@ -77,7 +77,9 @@ def compare_methods(
     Returns
     -------
     table : pandas.DataFrame
-        One row per fitted method (see :func:`fairpca.metrics.report`).
+        One row per fitted method (see :func:`fairpca.metrics.report`), plus
+        a boolean column ``converged`` (the estimator's ``converged_``; True
+        for PCA, which is solved in closed form).
     unavailable : dict
         Method name → reason it could not run (a missing optional dependency).
     """
@@ -129,7 +131,9 @@ def compare_split(split, *, n_components=2, random_state=0, _keep=None):
     Returns
     -------
     table : pandas.DataFrame
-        One row per fitted method (see :func:`fairpca.metrics.report`).
+        One row per fitted method (see :func:`fairpca.metrics.report`), plus
+        a boolean column ``converged`` (the estimator's ``converged_``; True
+        for PCA, which is solved in closed form).
     unavailable : dict
         Method name → reason it could not run (a missing optional dependency).
     """
@@ -166,7 +170,22 @@ def _fit_and_report(X_train, X_test, s_train, s_test, y_train, y_test, n_compone
 
     fitted, unavailable = _fit_all(X_train, s_train, y_train, n_components, random_state)
     table = report(X_test, s_test, fitted, y=y_test, random_state=random_state)
+    # An iterative solver that stopped early sets converged_ = False; a method
+    # without the attribute (PCA) is solved in closed form.
+    table["converged"] = [bool(getattr(fitted[name], "converged_", True)) for name in table.index]
     return table, unavailable, fitted
+
+
+def _convergence_note(table):
+    """A sentence naming the methods whose solver stopped before converging, or ''."""
+    if "converged" not in table.columns or table["converged"].all():
+        return ""
+    names = ", ".join(map(str, table.index[~table["converged"].astype(bool)]))
+    return (
+        f"Did not converge: {names} (the solver stopped at its iteration limit; its "
+        "ConvergenceWarning gives the tolerance reached). Their rows describe the last "
+        "iterate, not the method's optimum; raise the iteration limit to compare optima."
+    )
 
 
 def _read_csv(path, sensitive, target):
@@ -277,7 +296,8 @@ def _write_outputs(table, output, fairness_columns, kept=None, n_components=2, r
 
     output.mkdir(parents=True, exist_ok=True)
     table.to_csv(output / "comparison.csv", index_label="method")
-    (output / "comparison.md").write_text(_markdown(table))
+    note = _convergence_note(table)
+    (output / "comparison.md").write_text(_markdown(table) + (f"\n{note}\n" if note else ""))
     written = ["comparison.csv", "comparison.md"]
     figures = [
         ("tradeoff.png", lambda: plot_tradeoff(table, fairness_columns)),
@@ -454,9 +474,19 @@ def _print_and_write(
     import pandas as pd
 
     click.echo(f"data: {source}; {n_rows} rows, {n_features} features; d = {n_components}")
-    scalar = [c for c in table.columns if "[" not in c]
+    scalar = [c for c in table.columns if "[" not in c and c != "converged"]
     with pd.option_context("display.width", 200, "display.max_columns", None):
         click.echo(table[scalar].T.to_string(float_format=lambda v: f"{v:.4g}"))
+    if "converged" in table.columns:
+        click.echo(
+            "converged: "
+            + ", ".join(
+                f"{name} {'yes' if ok else 'NO'}" for name, ok in table["converged"].items()
+            )
+        )
+    note = _convergence_note(table)
+    if note:
+        click.echo(note, err=True)
     for name, reason in unavailable.items():
         click.echo(f"{name}: not available ({reason})", err=True)
     if output is not None:
@@ -516,9 +546,17 @@ def reproduce(target, list_targets, quick, output, force, data_home):
     records = []
     start = time.perf_counter()
     try:
-        with click.progressbar(jobs, label=target, file=sys.stderr, show_pos=True) as bar:
-            for _, job in bar:
+        if sys.stderr.isatty():
+            with click.progressbar(jobs, label=target, file=sys.stderr, show_pos=True) as bar:
+                for _, job in bar:
+                    records += job()
+        else:
+            # click draws no bar into a file or pipe: one line per unit of work
+            # shows that a long run is moving.
+            for i, (label, job) in enumerate(jobs, start=1):
                 records += job()
+                elapsed = time.perf_counter() - start
+                click.echo(f"[{i}/{len(jobs)}] {label} done ({elapsed:.0f} s)", err=True)
     except ImportError as exc:
         raise click.ClickException(str(exc)) from exc
     except OSError as exc:

@@ -12,6 +12,7 @@ __all__ = [
     "plot_communality",
     "plot_group_errors",
     "plot_group_errors_by_d",
+    "plot_projections",
     "plot_protected_biplot",
     "plot_reproduction",
     "plot_tradeoff",
@@ -313,13 +314,65 @@ def plot_communality(projections, X, sensitive_features):
     return fig
 
 
+def plot_projections(projections, X, sensitive_features, *, titles=None, suptitle=None):
+    """Side-by-side scatter plots of the first two components, groups coloured.
+
+    Parameters
+    ----------
+    projections : dict
+        ``{method name: fitted estimator with transform}``, at least 2 components.
+    X : ndarray of shape (n_samples, n_features)
+        Rows to project (all are drawn).
+    sensitive_features : ndarray of shape (n_samples,)
+    titles : dict, default=None
+        ``{method name: panel title}``; the method name by default.
+    suptitle : str, default=None
+        Title of the figure.
+
+    Returns
+    -------
+    fig : matplotlib.figure.Figure
+        One panel per method, with shared axes so the spreads compare.
+    """
+    s = np.asarray(sensitive_features)
+    names = list(projections)
+    titles = {} if titles is None else titles
+    fig = _figure(figsize=(3.9 * len(names), 4.3), layout="constrained")
+    axes = fig.subplots(1, len(names), squeeze=False, sharex=True, sharey=True)[0]
+    markers = "o^sDv"
+    for ax, name in zip(axes, names, strict=True):
+        scores = projections[name].transform(X)
+        if scores.shape[1] < 2:
+            raise ValueError(f"{name} has fewer than 2 components: nothing to scatter.")
+        for i, g in enumerate(np.unique(s)):
+            rows = s == g
+            ax.scatter(
+                scores[rows, 0],
+                scores[rows, 1],
+                s=10,
+                alpha=0.6,
+                marker=markers[i % len(markers)],
+                label=f"group {g}",
+            )
+        ax.set_title(titles.get(name, name), fontsize="medium")
+        ax.set_xlabel("component 1 (standardised units)")
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("component 2 (standardised units)")
+    axes[0].legend(fontsize="small", loc="best")
+    if suptitle:
+        fig.suptitle(suptitle)
+    return fig
+
+
 def plot_reproduction(table, details, target):
     """Our results next to a paper's, for :mod:`fairpca.experiments.reproduce`.
 
-    Tables (rows with a paper mean): one panel per metric, one line per cell,
-    our mean ± SD divided by the paper's mean (log scale) with the paper's
-    spread shaded. Figures: Samadi et al.'s loss-against-d panels, or Kamani
-    et al.'s disparity and loss bars relative to PCA.
+    Tables (rows with a paper mean): one panel per metric (two per row), one
+    line per cell, our mean ± SD divided by the paper's mean (log scale unless
+    the ratios span less than a factor 4) with the paper's spread shaded.
+    Figures: Samadi et al.'s loss-against-d panels, Kamani et al.'s disparity
+    and loss bars, Lee et al.'s %VAR, MMD² and runtime against p (synthetic
+    #2), or Vu et al.'s ARE + ABDiff against the radius scale.
 
     Parameters
     ----------
@@ -338,12 +391,20 @@ def plot_reproduction(table, details, target):
         return _plot_samadi(details)
     if target.startswith("kamani"):
         return _plot_kamani(details)
+    if target == "lee2022-synthetic2":
+        return _plot_synthetic2(details)
+    if target == "vu2022-radius":
+        return _plot_radius(details)
     rows = table[table["paper_mean"].notna() & table["ours_mean"].notna()]
     metrics = list(dict.fromkeys(rows["metric"]))
+    n_cols = min(2, len(metrics))
+    n_rows = -(-len(metrics) // n_cols)
     height = max(3.0, 0.28 * max((rows["metric"] == m).sum() for m in metrics) + 1.5)
-    fig = _figure(figsize=(6.2 * len(metrics), height), layout="constrained")
-    axes = fig.subplots(1, len(metrics), squeeze=False)[0]
-    for ax, metric in zip(axes, metrics, strict=True):
+    fig = _figure(figsize=(6.2 * n_cols, height * n_rows), layout="constrained")
+    axes = fig.subplots(n_rows, n_cols, squeeze=False).ravel()
+    for ax in axes[len(metrics) :]:
+        ax.set_visible(False)
+    for ax, metric in zip(axes, metrics, strict=False):
         part = rows[rows["metric"] == metric].reset_index(drop=True)
         y = np.arange(len(part))[::-1]
         paper = part["paper_mean"].to_numpy(dtype=float)
@@ -374,14 +435,19 @@ def plot_reproduction(table, details, target):
         ax.axvline(1.0, color="k", lw=1)
         labels = [f"{r.dataset} d={r.d} {r.method} {r.setting}".strip() for r in part.itertuples()]
         ax.set_yticks(y, labels, fontsize="small")
-        ax.set_xscale("log")
-        # Plain numbers on the log axis; minor labels would overlap.
-        from matplotlib.ticker import LogLocator, NullFormatter, ScalarFormatter
+        low, high = ax.get_xlim()
+        if high / max(low, tiny) < 4:
+            # A narrow range: a log axis would show a single tick.
+            ax.set_xlabel(f"{metric}: ours / paper")
+        else:
+            ax.set_xscale("log")
+            # Plain numbers on the log axis; minor labels would overlap.
+            from matplotlib.ticker import LogLocator, NullFormatter, ScalarFormatter
 
-        ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
-        ax.xaxis.set_major_formatter(ScalarFormatter())
-        ax.xaxis.set_minor_formatter(NullFormatter())
-        ax.set_xlabel(f"{metric}: ours / paper (log scale)")
+            ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+            ax.xaxis.set_major_formatter(ScalarFormatter())
+            ax.xaxis.set_minor_formatter(NullFormatter())
+            ax.set_xlabel(f"{metric}: ours / paper (log scale)")
         ax.grid(axis="x", alpha=0.3)
     handles, labels = axes[0].get_legend_handles_labels()
     from matplotlib.patches import Patch
@@ -394,7 +460,7 @@ def plot_reproduction(table, details, target):
 
 def _plot_samadi(details):
     datasets = list(dict.fromkeys(details["dataset"]))
-    fig = _figure(figsize=(5.2 * len(datasets), 4.0), layout="constrained")
+    fig = _figure(figsize=(5.6 * len(datasets), 4.6), layout="constrained")
     axes = fig.subplots(1, len(datasets), squeeze=False)[0]
     styles = {"PCA": "--", "MinMaxLossFairPCA": "-"}
     for ax, dataset in zip(axes, datasets, strict=True):
@@ -408,7 +474,8 @@ def _plot_samadi(details):
         ax.set_xlabel("target dimension d")
         ax.set_ylabel("average marginal loss per row")
         ax.grid(alpha=0.3)
-        ax.legend(fontsize="small")
+        # Below the panel: inside it the legend would hide the peaks of the curves.
+        ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.16), ncols=2)
     for ax in axes:
         ax.xaxis.get_major_locator().set_params(integer=True)
     fig.suptitle("Average loss of each group (cf. Samadi et al., Fig. 4)")
@@ -441,4 +508,77 @@ def _plot_kamani(details):
     axes[0].set_ylabel(titles["disparity"] + " (log)")
     axes[0].legend(fontsize="small")
     fig.suptitle("PCA, SDP fair PCA and Pareto fair PCA at d = 10, test split (cf. Kamani et al.)")
+    return fig
+
+
+def _setting_values(settings):
+    """Numbers of ``"name=value"`` setting labels (``"p=20"`` → 20.0)."""
+    return settings.map(lambda setting: float(setting.split("=", 1)[1]))
+
+
+def _plot_synthetic2(details):
+    details = details.assign(x=_setting_values(details["setting"]))
+    stats = details.groupby(["method", "metric", "x"])["value"].agg(["mean", "std"]).fillna(0.0)
+    panels = [
+        ("%VAR", "explained variance of the test rows (%)", "linear"),
+        ("MMD2", "MMD² between the projected groups (test)", "linear"),
+        ("seconds", "fit time (s, wall clock, log scale)", "log"),
+    ]
+    fig = _figure(figsize=(14.0, 4.0), layout="constrained")
+    axes = fig.subplots(1, 3)
+    methods = list(dict.fromkeys(details["method"]))
+    for ax, (metric, label, scale) in zip(axes, panels, strict=True):
+        for i, method in enumerate(methods):
+            if (method, metric) not in stats.index.droplevel("x"):
+                continue
+            part = stats.loc[(method, metric)]
+            ax.errorbar(
+                part.index.to_numpy(dtype=float),
+                part["mean"].to_numpy(dtype=float),
+                yerr=part["std"].to_numpy(dtype=float),
+                marker="osD^"[i % 4],
+                capsize=3,
+                label=method,
+            )
+        ax.set_xlabel("number of features p")
+        ax.set_ylabel(label)
+        ax.set_yscale(scale)
+        ax.set_xticks(sorted(details["x"].unique()))
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize="small")
+    fig.suptitle("Synthetic data #2, d = 5: mean ± SD over splits (cf. Lee et al., Figs. 2, 3)")
+    return fig
+
+
+def _plot_radius(details):
+    part = details[details["metric"] == "ARE+ABDiff"]
+    stats = part.groupby(_setting_values(part["setting"]))["value"].agg(["mean", "std"])
+    stats = stats.fillna(0.0).sort_index()
+    fig = _figure(figsize=(6.0, 4.0), layout="constrained")
+    ax = fig.subplots()
+    alphas, mean, std = (
+        stats.index.to_numpy(dtype=float),
+        stats["mean"].to_numpy(dtype=float),
+        stats["std"].to_numpy(dtype=float),
+    )
+    ax.plot(alphas, mean, marker="o", ms=3, label="mean over training draws")
+    ax.fill_between(
+        alphas,
+        mean - std,
+        mean + std,
+        alpha=0.25,
+        label="± 1 SD",
+    )
+    best = stats["mean"].idxmin()
+    ax.axvline(best, color="k", ls=":", lw=1, label=f"smallest mean (alpha = {best:g})")
+    ax.set_xlabel("radius scale alpha (eps_1 = alpha / sqrt(N_1))")
+    ax.set_ylabel("test ARE + ABDiff (squared-error units)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize="small")
+    n = part["split"].nunique()
+    ax.set_title(
+        "RFPCA on the 2-D toy data (cf. Vu et al., Fig. 4)\n"
+        f"lambda = 0.1, {n} training draws, one fixed test set",
+        fontsize="medium",
+    )
     return fig

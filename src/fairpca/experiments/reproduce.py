@@ -15,6 +15,13 @@ Targets (``fairpca reproduce --list``):
 - ``kamani-figures``: Kamani et al., "Efficient Fair Principal Component
   Analysis", arXiv 1911.04931, Figures 2, 3, 6 and 8 (average disparity error
   and total loss of PCA, SDP fair PCA and Pareto fair PCA, d = 10).
+- ``lee2022-synthetic1``: Lee et al., section 8.1 and Figure 1 (2-D
+  projections of PCA, FPCA and MbF-PCA on two groups with equal mean and
+  covariance but different distributions).
+- ``lee2022-synthetic2``: Lee et al., section 8.2 and Figures 2, 3 (explained
+  variance, MMD² and runtime of PCA, FPCA and MbF-PCA against the dimension p).
+- ``vu2022-radius``: Vu et al., appendix D.2.1 and Figure 4 (out-of-sample
+  ARE + ABDiff of RFPCA on their 2-D toy data against the radius scale alpha).
 
 The papers' numbers live in ``reference.csv`` next to this module, one row per
 cell with its citation. Tables become rows ``ours (mean ± SD over splits)``
@@ -34,7 +41,18 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["TARGETS", "Reproduction", "reference", "run", "to_markdown", "write_report"]
+__all__ = [
+    "TARGETS",
+    "Reproduction",
+    "lee2022_downstream",
+    "plan",
+    "reference",
+    "run",
+    "summarise",
+    "to_markdown",
+    "vu2022_errors",
+    "write_report",
+]
 
 _REFERENCE_FILE = "reference.csv"
 _KEYS = ["dataset", "method", "setting", "d", "metric"]
@@ -51,7 +69,7 @@ class _Target:
 
 TARGETS = {
     "lee2022-table1": _Target(
-        "Lee et al. (2022), Table 1: %VAR and MMD² of PCA, FPCA and MbF-PCA",
+        "Lee et al. (2022), Table 1: %VAR, %ACC, MMD² and ΔDP of PCA, FPCA and MbF-PCA",
         "Lee, Kim, Olfat, Hasegawa-Johnson, Yoo. Fast and Efficient MMD-based Fair PCA "
         "via Optimization over Stiefel Manifold. AAAI 2022.",
         60.0,
@@ -70,9 +88,9 @@ TARGETS = {
         "Samadi et al. (2018), Figure 4: each group's average loss against d",
         "Samadi, Tantipongpipat, Morgenstern, Singh, Vempala. The Price of Fair PCA: "
         "One Extra Dimension. NeurIPS 2018.",
-        3.0,
+        8.0,
         "Default credit, d = 1-4",
-        "Default credit d = 1-15 and LFW d = 1-10",
+        "Default credit d = 1-15 and LFW d = 1-10 (one unit of work per data set and d)",
     ),
     "kamani-figures": _Target(
         "Kamani et al. (2019), Figures 2, 3, 6, 8: disparity and loss of PCA, SDP and Pareto",
@@ -81,6 +99,30 @@ TARGETS = {
         3.0,
         "Default credit / sex, split 0, d = 10",
         "Adult / sex, race and Default credit / sex, marriage; 10 splits; d = 10",
+    ),
+    "lee2022-synthetic1": _Target(
+        "Lee et al. (2022), Figure 1: projections of synthetic data #1 by PCA, FPCA and MbF-PCA",
+        "Lee, Kim, Olfat, Hasegawa-Johnson, Yoo. Fast and Efficient MMD-based Fair PCA "
+        "via Optimization over Stiefel Manifold. AAAI 2022.",
+        0.5,
+        "one draw (seed 0) of 2 x 150 rows, d = 2",
+        "10 draws (seeds 0-9) of 2 x 150 rows, d = 2; the figure shows seed 0",
+    ),
+    "lee2022-synthetic2": _Target(
+        "Lee et al. (2022), Figures 2 and 3: %VAR, MMD² and runtime against p (synthetic #2)",
+        "Lee, Kim, Olfat, Hasegawa-Johnson, Yoo. Fast and Efficient MMD-based Fair PCA "
+        "via Optimization over Stiefel Manifold. AAAI 2022.",
+        40.0,
+        "p = 20, 30 with 2 x 60 rows (not the paper's 2 x 240), split 0, d = 5",
+        "p = 20, 30, ..., 100; 2 x 240 rows; 10 splits 70/30; d = 5",
+    ),
+    "vu2022-radius": _Target(
+        "Vu et al. (2022), Figure 4: ARE + ABDiff of RFPCA against the radius scale alpha",
+        "Vu, Tran, Yue, Nguyen. Distributionally Robust Fair Principal Components via "
+        "Geodesic Descents. ICLR 2022.",
+        11.0,
+        "alpha in {0, 2.5, 5, 7.5, 10}, 2 training draws",
+        "alpha in {0, 0.4, ..., 10} (26 values), 100 training draws, one test set",
     ),
 }
 
@@ -181,22 +223,26 @@ def _fit(est, data, X=None, s=None):
         return est.fit(X)
 
 
-def _fitted(models, data, unavailable):
+def _fitted(models, data, unavailable, seconds=None):
     """Fit each ``(*key, estimator)`` entry and yield those that ran.
 
     A method missing from this installation (``None``) or lacking an optional
-    dependency is recorded in ``unavailable`` and skipped.
+    dependency is recorded in ``unavailable`` and skipped. When ``seconds`` is
+    a dict, the wall-clock duration of each fit is stored under its key.
     """
     for *key, est in models:
         method = key[0]
         if est is None:
             unavailable.setdefault(method, "not in this installation of fairpca")
             continue
+        start = time.perf_counter()
         try:
             _fit(est, data)
         except ImportError as exc:
             unavailable.setdefault(method, str(exc))
             continue
+        if seconds is not None:
+            seconds[tuple(key)] = time.perf_counter() - start
         yield (*key, est)
 
 
@@ -218,6 +264,36 @@ _LEE_SETTINGS = {
 }
 
 
+def lee2022_downstream(projection, data):
+    """Lee et al.'s downstream task: %ACC and ΔDP of an RBF SVM on the projected data.
+
+    The SVM (scikit-learn's ``SVC(kernel="rbf")`` with its defaults) is
+    trained on the projected training rows to predict ``y`` and scored on
+    the projected *test* rows (the authors' code scored it on its own
+    training rows; see :func:`fairpca.experiments.lee2022`). ΔDP is the
+    largest difference between two groups' rates of positive predictions.
+
+    Parameters
+    ----------
+    projection : fitted estimator with ``transform``
+    data : fairpca.experiments.Split
+        With ``y_train`` and ``y_test`` (0/1).
+
+    Returns
+    -------
+    accuracy : float
+        Per cent of test rows classified correctly.
+    delta_dp : float
+        ``max_a P(yhat = 1 | A = a) - min_a P(yhat = 1 | A = a)`` on the test rows.
+    """
+    from sklearn.svm import SVC
+
+    svm = SVC(kernel="rbf").fit(projection.transform(data.X_train), data.y_train)
+    predicted = svm.predict(projection.transform(data.X_test))
+    positive = [np.mean(predicted[data.s_test == g] == 1) for g in np.unique(data.s_test)]
+    return 100 * float(np.mean(predicted == data.y_test)), float(max(positive) - min(positive))
+
+
 def _lee_job(dataset, split, d, settings, data_home, unavailable):
     from sklearn.decomposition import PCA
 
@@ -234,8 +310,11 @@ def _lee_job(dataset, split, d, settings, data_home, unavailable):
     for method, label, est in _fitted(models, data, unavailable):
         var = 100 * explained_variance_ratio(data.X_test, est)
         mmd = mmd2(data.X_test, data.s_test, est, bandwidth=bandwidth)
+        accuracy, delta_dp = lee2022_downstream(est, data)
         records.append(_record(dataset, method, label, d, split, "%VAR", var))
+        records.append(_record(dataset, method, label, d, split, "%ACC", accuracy))
         records.append(_record(dataset, method, label, d, split, "MMD2", mmd))
+        records.append(_record(dataset, method, label, d, split, "ΔDP", delta_dp))
     return records
 
 
@@ -350,33 +429,46 @@ def _vu_jobs(quick, data_home, unavailable):
 
 
 # ------------------------------------------------------------- Samadi et al.
-def _samadi_job(dataset, dims, data_home, unavailable):
+def _samadi_job(data, dataset, d, unavailable):
     from sklearn.decomposition import PCA
 
-    from fairpca.experiments import samadi2018
     from fairpca.metrics import marginal_loss
 
-    data = samadi2018(dataset, data_home=data_home)
     records = []
-    for d in dims:
-        models = [
-            ("PCA", PCA(n_components=d)),
-            ("MinMaxLossFairPCA", _estimator("MinMaxLossFairPCA", n_components=d)),
-        ]
-        for method, est in _fitted(models, data, unavailable):
-            losses = marginal_loss(data.X_test, data.s_test, est, n_components=d)
-            for group, loss in losses.items():
-                records.append(_record(dataset, method, "", d, 0, f"loss[{group}]", loss))
+    models = [
+        ("PCA", PCA(n_components=d)),
+        ("MinMaxLossFairPCA", _estimator("MinMaxLossFairPCA", n_components=d)),
+    ]
+    for method, est in _fitted(models, data, unavailable):
+        losses = marginal_loss(data.X_test, data.s_test, est, n_components=d)
+        for group, loss in losses.items():
+            records.append(_record(dataset, method, "", d, 0, f"loss[{group}]", loss))
     return records
 
 
 def _samadi_jobs(quick, data_home, unavailable):
+    from fairpca.experiments import samadi2018
+
     plan = [("default_credit", range(1, 5))]
     if not quick:
         plan = [("default_credit", range(1, 16)), ("lfw", range(1, 11))]
+    loaded = {}
+
+    def load(dataset):
+        # One unit of work per d (on LFW each takes 20-40 s, so the progress bar
+        # moves), but each data set is read and prepared once.
+        if dataset not in loaded:
+            loaded.clear()
+            loaded[dataset] = samadi2018(dataset, data_home=data_home)
+        return loaded[dataset]
+
     return [
-        (dataset, lambda a=(dataset, dims): _samadi_job(*a, data_home, unavailable))
+        (
+            f"{dataset} d={d}",
+            lambda a=(dataset, d): _samadi_job(load(a[0]), *a, unavailable),
+        )
         for dataset, dims in plan
+        for d in dims
     ]
 
 
@@ -525,13 +617,330 @@ def _kamani_checks(details):
     return rows
 
 
+# ------------------------------------------------------ synthetic experiments
+def _setting_value(setting):
+    """The number in a ``"name=value"`` setting label (``"p=20"`` → 20.0)."""
+    return float(setting.split("=", 1)[1])
+
+
+def _lee_synthetic_models(d, seed, settings):
+    """PCA and the fair methods at ``settings`` (Lee et al.'s hyper-parameters)."""
+    from sklearn.decomposition import PCA
+
+    models = [("PCA", "", PCA(n_components=d))]
+    for method, label, params in settings:
+        extra = {"random_state": seed} if method == "MMDFairPCA" else {}
+        models.append((method, label, _estimator(method, n_components=d, **params, **extra)))
+    return models
+
+
+_LEE_METHODS = ("PCA", "ConvexFairPCA", "MMDFairPCA")
+
+# Section 8.1: "delta = 0, mu = 0.01 for FPCA and tau = 1e-5 for MbF-PCA", d = 2.
+_SYNTHETIC1_SETTINGS = [
+    ("ConvexFairPCA", "mu=0.01 delta=0", {"mu": 0.01, "delta": 0.0}),
+    ("MMDFairPCA", "tau=1e-5", {"tau": 1e-5}),
+]
+
+
+def _synthetic1_data(seed):
+    """Synthetic data #1 (2 x 150 rows in 3-D), standardised as all of Lee et al.'s data."""
+    from types import SimpleNamespace
+
+    from sklearn.preprocessing import StandardScaler
+
+    from fairpca.datasets import make_mmd_synthetic1
+
+    X, s = make_mmd_synthetic1(random_state=seed)
+    X = StandardScaler().fit_transform(X)
+    # The figure shows the projections of the rows the methods were fitted on.
+    return SimpleNamespace(X_train=X, s_train=s, X_test=X, s_test=s)
+
+
+def _synthetic1_job(seed, unavailable, fitted=None):
+    from fairpca.metrics import explained_variance_ratio, mmd2, mmd_bandwidth
+
+    data = _synthetic1_data(seed)
+    # The authors' median heuristic on the PCA projections of all rows.
+    bandwidth = mmd_bandwidth(data.X_train, 2, random_state=0)
+    records = []
+    models = _lee_synthetic_models(2, seed, _SYNTHETIC1_SETTINGS)
+    for method, label, est in _fitted(models, data, unavailable):
+        var = 100 * explained_variance_ratio(data.X_test, est)
+        mmd = mmd2(data.X_test, data.s_test, est, bandwidth=bandwidth)
+        records.append(_record("synthetic1", method, label, 2, seed, "%VAR", var))
+        records.append(_record("synthetic1", method, label, 2, seed, "MMD2", mmd))
+        if fitted is not None:
+            fitted[method] = est
+    return records
+
+
+def _synthetic1_jobs(quick, data_home, unavailable):
+    return [
+        (f"synthetic #1 seed {seed}", lambda seed=seed: _synthetic1_job(seed, unavailable))
+        for seed in range(1 if quick else 10)
+    ]
+
+
+def _synthetic1_checks(details):
+    means = details.groupby(["method", "metric"])["value"].mean()
+    pca, fpca, mbf = (means.get((m, "MMD2"), np.nan) for m in _LEE_METHODS)
+    rows = []
+    if not math.isnan(mbf):
+        rows.append(
+            (
+                "synthetic1",
+                "MMDFairPCA",
+                "mmd_far_below_pca",
+                mbf / pca,
+                mbf / pca <= 0.1,
+                "MbF-PCA / PCA mean MMD² <= 0.1",
+            )
+        )
+    if not math.isnan(fpca):
+        rows.append(
+            (
+                "synthetic1",
+                "ConvexFairPCA",
+                "fpca_dissimilarity_persists",
+                fpca / pca,
+                fpca / pca >= 0.5,
+                "FPCA / PCA mean MMD² >= 0.5",
+            )
+        )
+    if not (math.isnan(mbf) or math.isnan(fpca)):
+        rows.append(
+            (
+                "synthetic1",
+                "MMDFairPCA",
+                "mmd_below_fpca",
+                mbf / fpca,
+                mbf < fpca,
+                "MbF-PCA / FPCA mean MMD² < 1",
+            )
+        )
+    return rows
+
+
+def _synthetic1_figure(details):
+    """Lee et al.'s Figure 1: the projections of draw 0, titled with MMD² and %VAR.
+
+    The fits are repeated (every method is seeded, so they are the ones measured).
+    """
+    from fairpca.plotting import plot_projections
+
+    data = _synthetic1_data(0)
+    fitted = {}
+    _synthetic1_job(0, {}, fitted)
+    first = details[details["split"] == 0].set_index(["method", "metric"])["value"]
+    titles = {
+        method: f"{method}\nMMD² = {first[(method, 'MMD2')]:.4f}, "
+        f"%VAR = {first[(method, '%VAR')]:.1f}"
+        for method in fitted
+    }
+    return plot_projections(
+        fitted,
+        data.X_train,
+        data.s_train,
+        titles=titles,
+        suptitle="Synthetic data #1 projected to d = 2 (cf. Lee et al., Figure 1)",
+    )
+
+
+# Section 8.2: the hyper-parameters of section 8.1; d = 5 in the authors' script.
+_SYNTHETIC2_D = 5
+
+
+def _synthetic2_job(p, split, n_per_group, unavailable):
+    from types import SimpleNamespace
+
+    from sklearn.model_selection import train_test_split
+    from sklearn.preprocessing import StandardScaler
+
+    from fairpca.datasets import make_mmd_synthetic2
+    from fairpca.metrics import explained_variance_ratio, mmd2, mmd_bandwidth
+
+    # One data set per p (seed 0), split 70/30 at random as Lee et al.'s other data.
+    X, s = make_mmd_synthetic2(n_features=p, n_per_group=n_per_group, random_state=0)
+    X_train, X_test, s_train, s_test = train_test_split(X, s, test_size=0.3, random_state=split)
+    scaler = StandardScaler().fit(X_train)
+    data = SimpleNamespace(X_train=scaler.transform(X_train), s_train=s_train)
+    X_test = scaler.transform(X_test)
+    bandwidth = mmd_bandwidth(data.X_train, _SYNTHETIC2_D, random_state=0)
+    seconds = {}
+    records = []
+    models = _lee_synthetic_models(_SYNTHETIC2_D, split, _SYNTHETIC1_SETTINGS)
+    for method, label, est in _fitted(models, data, unavailable, seconds):
+        values = {
+            "%VAR": 100 * explained_variance_ratio(X_test, est),
+            "MMD2": mmd2(X_test, s_test, est, bandwidth=bandwidth),
+            "seconds": seconds[(method, label)],
+        }
+        for metric, value in values.items():
+            records.append(
+                _record("synthetic2", method, f"p={p}", _SYNTHETIC2_D, split, metric, value)
+            )
+    return records
+
+
+def _synthetic2_jobs(quick, data_home, unavailable):
+    dims, splits, n_per_group = (
+        ((20, 30), range(1), 60) if quick else (range(20, 101, 10), range(10), 240)
+    )
+    return [
+        (
+            f"synthetic #2 p={p} split {split}",
+            lambda a=(p, split): _synthetic2_job(*a, n_per_group, unavailable),
+        )
+        for p in dims
+        for split in splits
+    ]
+
+
+def _synthetic2_checks(details):
+    means = details.groupby(["method", "setting", "metric"])["value"].mean()
+    dims = sorted({_setting_value(s) for s in details["setting"]})
+    methods = set(details["method"])
+    if not {"ConvexFairPCA", "MMDFairPCA"} <= methods:
+        return []
+
+    def series(method, metric):
+        return np.array([means[(method, f"p={p:g}", metric)] for p in dims])
+
+    var_gap = series("MMDFairPCA", "%VAR") - series("ConvexFairPCA", "%VAR")
+    mmd_gap = series("MMDFairPCA", "MMD2") - series("ConvexFairPCA", "MMD2")
+    fpca_time, mbf_time = series("ConvexFairPCA", "seconds"), series("MMDFairPCA", "seconds")
+    growth = (fpca_time[-1] / fpca_time[0]) / (mbf_time[-1] / mbf_time[0])
+    return [
+        (
+            "synthetic2",
+            "MMDFairPCA",
+            "mbf_more_variance",
+            var_gap.min(),
+            var_gap.min() >= 0,
+            "smallest (MbF-PCA - FPCA) mean %VAR over p >= 0",
+        ),
+        (
+            "synthetic2",
+            "MMDFairPCA",
+            "similar_fairness",
+            mmd_gap.max(),
+            mmd_gap.max() <= 0.01,
+            "largest (MbF-PCA - FPCA) mean MMD² over p <= 0.01",
+        ),
+        (
+            "synthetic2",
+            "ConvexFairPCA",
+            "fpca_runtime_explodes",
+            growth,
+            growth > 1,
+            "FPCA's runtime growth t(largest p) / t(smallest p), divided by MbF-PCA's, > 1",
+        ),
+        (
+            "synthetic2",
+            "MMDFairPCA",
+            "mbf_faster_at_largest_p",
+            mbf_time[-1] / fpca_time[-1],
+            mbf_time[-1] < fpca_time[-1],
+            "MbF-PCA / FPCA mean runtime at the largest p < 1",
+        ),
+    ]
+
+
+# Appendix D.2.1: lambda = 0.1, eps_1 = alpha / sqrt(N_1), eps_0 fixed (value not given).
+_RADIUS_LAM = 0.1
+_RADIUS_ALPHA0 = 0.15  # eps_0 = 0.15 / sqrt(N_0): RobustFairPCA's default alpha (our choice)
+_RADIUS_TEST_SEED = 2022
+
+
+def _radius_job(simulation, alphas, test, unavailable):
+    from types import SimpleNamespace
+
+    from fairpca.datasets import make_robust_toy
+
+    X, s = make_robust_toy(random_state=simulation)
+    data = SimpleNamespace(X_train=X, s_train=s)
+    counts = np.bincount(s)
+    models = [
+        (
+            "RobustFairPCA",
+            f"alpha={alpha:g}",
+            _estimator(
+                "RobustFairPCA",
+                n_components=1,
+                lam=_RADIUS_LAM,
+                radii=[_RADIUS_ALPHA0 / np.sqrt(counts[0]), alpha / np.sqrt(counts[1])],
+                random_state=simulation,
+            ),
+        )
+        for alpha in alphas
+    ]
+    records = []
+    for method, label, est in _fitted(models, data, unavailable):
+        abdiff, are = vu2022_errors(*test, est.components_, X, s)
+        records.append(_record("toy", method, label, 1, simulation, "ARE+ABDiff", are + abdiff))
+    return records
+
+
+def _radius_jobs(quick, data_home, unavailable):
+    from fairpca.datasets import make_robust_toy
+
+    # The paper's fixed test set: 8000 rows of group 0 and 4000 of group 1.
+    test = make_robust_toy((8000, 4000), random_state=_RADIUS_TEST_SEED)
+    alphas = np.linspace(0, 10, 5 if quick else 26)
+    return [
+        (
+            f"toy simulation {simulation}",
+            lambda simulation=simulation: _radius_job(simulation, alphas, test, unavailable),
+        )
+        for simulation in range(2 if quick else 100)
+    ]
+
+
+def _radius_checks(details):
+    part = details[details["metric"] == "ARE+ABDiff"]
+    means = part.groupby(part["setting"].map(_setting_value))["value"].mean().sort_index()
+    if len(means) < 3 or means.index[0] != 0:
+        return []
+    at_zero, best, largest = means.iloc[0], means.iloc[1:].min(), means.iloc[-1]
+    return [
+        (
+            "toy",
+            "RobustFairPCA",
+            "radius_improves",
+            best / at_zero,
+            best < at_zero,
+            "smallest mean over alpha > 0 / mean at alpha = 0 < 1",
+        ),
+        (
+            "toy",
+            "RobustFairPCA",
+            "too_large_radius_hurts",
+            largest / means.min(),
+            largest > means.min(),
+            "mean at the largest alpha / smallest mean over alpha > 1",
+        ),
+    ]
+
+
 _JOBS = {
     "lee2022-table1": _lee_jobs,
     "vu2022-table1": _vu_jobs,
     "samadi2018-figures": _samadi_jobs,
     "kamani-figures": _kamani_jobs,
+    "lee2022-synthetic1": _synthetic1_jobs,
+    "lee2022-synthetic2": _synthetic2_jobs,
+    "vu2022-radius": _radius_jobs,
 }
-_CHECKS = {"samadi2018-figures": _samadi_checks, "kamani-figures": _kamani_checks}
+_CHECKS = {
+    "samadi2018-figures": _samadi_checks,
+    "kamani-figures": _kamani_checks,
+    "lee2022-synthetic1": _synthetic1_checks,
+    "lee2022-synthetic2": _synthetic2_checks,
+    "vu2022-radius": _radius_checks,
+}
+#: Targets whose figure needs more than the measurements (it refits).
+_FIGURES = {"lee2022-synthetic1": _synthetic1_figure}
 
 
 def plan(target, *, quick=False, data_home=None):
@@ -622,7 +1031,10 @@ def summarise(target, records, unavailable, *, quick=False, seconds=0.0):
     table = table[table["status"] != "not run"].reset_index(drop=True)
     from fairpca.plotting import plot_reproduction
 
-    figures = {f"{target}.png": plot_reproduction(table, details, target)} if len(details) else {}
+    figures = {}
+    if len(details):
+        make = _FIGURES.get(target, lambda details: plot_reproduction(table, details, target))
+        figures[f"{target}.png"] = make(details)
     return Reproduction(target, quick, table, details, figures, seconds)
 
 
