@@ -15,6 +15,13 @@ tau = 1e-3, ``mmd="rff"`` (random Fourier features) with the default
 ``max_samples=20000`` (MMD² on a 20000-row subsample, the variance on every
 row) and, up to n = 1e5, ``max_samples=None`` (MMD² on every row, linear in n).
 
+Part 3, memory: n = 1e5 and 1e6 (1e5 only with ``--quick``), 20 features,
+d = 2, ``mmd="rff"`` with the defaults, each fit in a fresh subprocess that
+generates its own data, so that its peak resident size (``ru_maxrss``) and
+the ``tracemalloc`` peak during ``fit`` (numpy reports its buffers to
+tracemalloc) belong to that fit alone. Printed: the input array's size, the
+traced peak beyond it, and the process's peak RSS before and after ``fit``.
+
 Timings are wall-clock on whatever else the machine is running; ratios to PCA
 are measured in the same run (PCA: best of 5 fits with the default BLAS
 threads and of 5 with one thread).
@@ -23,10 +30,16 @@ Usage::
 
     python benchmarks/mmd.py            # full grid (long: the tight-tau fits take minutes)
     python benchmarks/mmd.py --quick    # p in {20, 100, 1000}, tau in {1e-1, 1e-3, 1e-5}, n <= 1e5
+    python benchmarks/mmd.py --part 3   # only the memory measurement (n = 1e5 and 1e6)
 """
 
 import argparse
+import json
+import resource
+import subprocess
+import sys
 import time
+import tracemalloc
 import warnings
 
 import numpy as np
@@ -133,15 +146,70 @@ def part2(ns):
     print("(target: n = 1e6 under 60 s)")
 
 
+N_MEMORY = [10**5, 10**6]
+
+
+def memory_child(n):
+    """Fit once on freshly generated data; print time and memory as JSON (subprocess)."""
+    X, s = make_gaussian_groups(n_samples=n, n_features=20, random_state=0)
+    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    tracemalloc.start()
+    est = MMDFairPCA(n_components=2, tau=1e-3, mmd="rff", random_state=0)
+    seconds = timed_fit(est, X, s)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    rss_after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    record = {
+        "n": n,
+        "seconds": seconds,
+        "input_mib": X.nbytes / 2**20,
+        "traced_peak_mib": peak / 2**20,
+        "rss_before_mib": rss_before / 1024,  # ru_maxrss is in KiB on Linux
+        "rss_after_mib": rss_after / 1024,
+        "converged": est.converged_,
+        "mmd2": est.constraint_value_,
+    }
+    print(json.dumps(record))
+
+
+def part3(ns):
+    print("\nPart 3: peak memory, make_gaussian_groups(n, 20 features), d = 2, mmd='rff'")
+    print(
+        f"{'n':>9} {'seconds':>8} {'input MiB':>10} {'fit peak MiB':>13} {'x input':>8} "
+        f"{'RSS before':>11} {'RSS after':>10} {'conv':>5}"
+    )
+    for n in ns:
+        out = subprocess.run(
+            [sys.executable, __file__, "--memory-child", str(n)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        r = json.loads(out.stdout.strip().splitlines()[-1])
+        print(
+            f"{n:9d} {r['seconds']:8.2f} {r['input_mib']:10.1f} {r['traced_peak_mib']:13.1f} "
+            f"{r['traced_peak_mib'] / r['input_mib']:8.2f} {r['rss_before_mib']:11.1f} "
+            f"{r['rss_after_mib']:10.1f} {str(r['converged']):>5}",
+            flush=True,
+        )
+    print("(fit peak: tracemalloc peak during fit, beyond the input array; target n = 1e6 < 60 s)")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small grid, n up to 1e5")
-    parser.add_argument("--part", type=int, choices=(1, 2), help="run only this part")
+    parser.add_argument("--part", type=int, choices=(1, 2, 3), help="run only this part")
+    parser.add_argument("--memory-child", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.memory_child is not None:
+        memory_child(args.memory_child)
+        return
     if args.part in (None, 1):
         part1(P_QUICK if args.quick else P_FULL, TAU_QUICK if args.quick else TAU_FULL)
     if args.part in (None, 2):
         part2(N_QUICK if args.quick else N_FULL)
+    if args.part in (None, 3):
+        part3(N_MEMORY[:1] if args.quick else N_MEMORY)
 
 
 if __name__ == "__main__":

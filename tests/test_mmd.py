@@ -483,3 +483,33 @@ def test_lee2022_table1_one_split(dataset, var, var_sd, mmd, mmd_sd):
     test_mmd = mmd2(data.X_test, data.s_test, est, bandwidth=est.bandwidth_)
     assert abs(test_var - var) <= 2 * var_sd
     assert abs(test_mmd - mmd) <= 2 * mmd_sd
+
+
+def test_reduction_to_the_row_space_gives_the_unreduced_solution(monkeypatch):
+    # p > n: the fit runs on St(r + d, d) (row space of X plus d slack directions);
+    # the solve without the reduction must find the same point and costs.
+    from fairpca import mmd as mmd_module
+
+    rng = np.random.default_rng(3)
+    codes = np.repeat([0, 1], [20, 25])
+    X = rng.standard_normal((45, 80))
+    X[codes == 1, :3] += 1.0
+    Xc = X - X.mean(axis=0)
+    Q = mmd_module._reduction_basis(Xc, 2)
+    assert Q.shape == (80, 44 + 2)  # centred 45 rows have rank 44
+    np.testing.assert_allclose(Q.T @ Q, np.eye(46), atol=1e-12)
+    np.testing.assert_allclose(Xc @ Q[:, -2:], 0.0, atol=1e-12)  # slack: outside the rows
+    np.testing.assert_allclose(Xc @ Q @ Q.T, Xc, atol=1e-12)  # the rest spans them
+
+    reduced = MMDFairPCA(n_components=2, tau=1e-3, random_state=0).fit(X, sensitive_features=codes)
+    monkeypatch.setattr(mmd_module, "_reduction_basis", lambda X, d: None)
+    full = MMDFairPCA(n_components=2, tau=1e-3, random_state=0).fit(X, sensitive_features=codes)
+    assert reduced.converged_ and full.converged_
+    assert subspace_distance(reduced.components_.T, full.components_.T) < 1e-4
+    np.testing.assert_allclose(
+        explained_variance_ratio(X, reduced), explained_variance_ratio(X, full), rtol=1e-6
+    )
+    np.testing.assert_allclose(reduced.constraint_value_, full.constraint_value_, rtol=1e-4)
+    np.testing.assert_allclose(
+        mmd2(X, codes, reduced, bandwidth=reduced.bandwidth_), reduced.constraint_value_, rtol=1e-8
+    )

@@ -31,7 +31,7 @@ import logging
 import numbers
 import warnings
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 import numpy as np
@@ -53,6 +53,10 @@ logger = logging.getLogger(__name__)
 # REPMS settings of Lee et al. (section 8 and their scripts).
 _EPS_START = 1e-1  # sub-problem gradient tolerance of the first outer iteration
 _EPS_MIN = 1e-6  # final sub-problem gradient tolerance
+#: Final tolerance with random features: their single-precision rounding makes the cost
+#: noisy at ~1e-8, below which Armijo line searches fail after 40 halvings each (at
+#: n = 1e5 the eps = 1e-6 sub-problem took 300 s of back-tracking and moved nowhere).
+_EPS_MIN_RFF = 1e-5
 _EPS_DECAY = 0.1  # (eps_min / eps_start) ** (1 / 5)
 _RHO_GROWTH = 2.0
 _RHO_MAX = 1e10
@@ -389,7 +393,7 @@ class _Penalty:
 
 
 class _CachedObjective:
-    """``Q(V) = f(V) + rho * penalty(V)`` for the L-BFGS sub-solver.
+    """``Q(V) = f(V) + rho * penalty(V)`` for the sub-solvers.
 
     ``f(V) = -tr(V^T Sigma V) / tr(Sigma)`` with ``Sigma = X^T X / n``; when
     ``n < p``, ``Sigma V = X^T (X V) / n`` is cheaper than the ``p x p`` product.
@@ -406,6 +410,7 @@ class _CachedObjective:
             self._factor = None
             self._sigma = sigma / total
         self.penalty = penalty
+        self.n_features = sigma.shape[0]
         self.rho = 1.0
         self._memo = OrderedDict()
         self.n_evals = 0
@@ -458,18 +463,21 @@ class MMDFairPCA(FairPCABase):
     of groups ``a`` and ``b`` ([Lee2022]_). For ``k > 2`` groups every pair
     ``a < b`` is a constraint; the exact penalty of that set of constraints is
     the *sum* of the pairwise MMD² values (each is non-negative, so
-    ``max(0, h_ab) = h_ab``), which is smooth, so the L-BFGS sub-solver sees a
+    ``max(0, h_ab) = h_ab``), which is smooth, so the sub-solvers see a
     smooth function. Feasibility (``h <= tau``) is judged on the largest pairwise
     value, which is what ``constraint_value_`` and :func:`fairpca.metrics.mmd2`
     report. With two groups sum and maximum coincide.
 
     The solver is the Riemannian exact penalty method of [Liu2019]_ as in the
     paper's Algorithm 1, with the authors' settings except the sub-solver:
-    sub-problems ``min f + rho_k * penalty`` are solved by Riemannian trust
-    regions (:func:`fairpca.stiefel.minimize_trust_region`, truncated CG with
-    the exact Hessian of the penalty, at most 300 steps) warm-started at the
-    previous solution until the Riemannian gradient norm is at most ``eps_k``;
-    ``eps_0 = 0.1``, ``eps_{k+1} = max(1e-6, eps_k / 10)``;
+    sub-problems ``min f + rho_k * penalty`` are solved, warm-started at the
+    previous solution, until the Riemannian gradient norm is at most
+    ``eps_k``, by Riemannian L-BFGS (at most 300 steps) and, once L-BFGS has
+    failed to get there, by Riemannian trust regions from then on
+    (:func:`fairpca.stiefel.minimize_trust_region`, truncated CG with the
+    exact Hessian of the penalty, at most 300 steps; exact mode only);
+    ``eps_0 = 0.1``, ``eps_{k+1} = max(1e-6, eps_k / 10)`` (floor 1e-5 with
+    random features, whose single-precision cost is noisy below it);
     ``rho_0 = 1 / penalty(V_PCA)``, doubled (up to ``1e10``) after every outer
     iteration that ends with ``h > tau``; stop when
     ``||V_{k+1} - V_k||_F <= 1e-6``, ``eps_k = 1e-6`` and ``h <= tau``, or
@@ -480,7 +488,13 @@ class MMDFairPCA(FairPCABase):
     sub-problem's Hessian then spans seven orders of magnitude (measured on
     Lee et al.'s synthetic data #2, p = 50, tau = 1e-6) and L-BFGS stalled at
     gradient norms ~0.1 for thousands of steps, never meeting the stopping
-    rule; Newton steps do. Two shortcuts return the same point sooner: if PCA
+    rule; Newton steps do, but cost 5-10 times as much where L-BFGS
+    suffices. With more features than rows (``p > n``) the cost depends on
+    ``V`` only through ``X V``, and the problem is solved exactly on
+    ``St(r + d, d)``, ``r`` the rank of the centred training ``X``: its row
+    space plus ``d`` slack directions (``_reduction_basis`` has the proof);
+    on synthetic data #2 (p = 1000, n = 336, tau = 1e-5) this took 7 s
+    instead of 29 s for the same point. Two shortcuts return the same point sooner: if PCA
     itself satisfies ``h <= tau`` it is the solution (it maximises the
     variance) and is returned at once; and when a sub-solve cannot move at
     all (its trust region collapses at rounding level) while ``rho`` would
@@ -534,14 +548,24 @@ class MMDFairPCA(FairPCABase):
         per group is biased upward by about ``(1/m_a + 1/m_b)(1 - kbar)``,
         ``kbar`` the mean kernel value within a group: about 1e-4 at 10000 rows
         per group, so a ``tau`` below that needs more rows.
+
+        Memory at large n: only the MMD² rows (at most ``max_samples``) enter
+        the kernel computations, and random features are formed in blocks of
+        1 MiB, so beyond a few tens of MiB the extra memory is a small multiple
+        of the input: a centred copy (base class), the rows sorted by group
+        and, transiently, the centred copy the median bandwidth rule makes.
+        Measured (``benchmarks/mmd.py --part 3``, 20 features, d = 2,
+        ``mmd="rff"``, peak traced during ``fit`` beyond the input array):
+        n = 1e5: 78 MiB (input 15 MiB), 14 s; n = 1e6: 496 MiB (3.3 x the
+        153 MiB input), 15 s, on a shared 2-core machine.
     init : {"pca", "random"}, default="pca"
         Starting point. ``"pca"``: the top ``d`` principal loadings.
         ``"random"``: the authors' code: the best of 11 random orthonormal
         matrices by explained variance, then MMD² alone minimised from there.
         On Lee et al.'s COMPAS splits (d = 2, tau = 1e-3) the PCA start kept
-        more training variance on 8 of 10 splits (up to 3 points of %VAR, the
+        more training variance on 8 of 10 splits (up to 3.6 points of %VAR, the
         same on the other 2); on German credit the random start kept slightly
-        more on 7 of 10 (at most 0.21 points). The random start costs 2-4
+        more on 6 of 10 (at most 0.21 points). The random start costs 2-4
         times as much (``benchmarks/reproduce_mmd.py``).
     max_iter : int, default=100
         Maximum number of outer (penalty) iterations.
@@ -705,8 +729,9 @@ class MMDFairPCA(FairPCABase):
                     f"fairness={self.fairness!r}: every group needs at least 2 rows with "
                     f"{name}; too small: {', '.join(small)}."
                 )
-            order = np.argsort(codes[mask], kind="stable")
-            strata.append(_Stratum(X[mask][order], counts, groups, name))
+            # One fancy index, so one copy of the rows (X[mask][order] made two).
+            rows = np.flatnonzero(mask)[np.argsort(codes[mask], kind="stable")]
+            strata.append(_Stratum(X[rows], counts, groups, name))
         return strata
 
     # ------------------------------------------------------------------- fit
@@ -773,6 +798,10 @@ class MMDFairPCA(FairPCABase):
         frequencies = None
         if method == "rff":
             frequencies = _qmc_frequencies(d, self.n_random_features, bandwidth, seeds[2])
+        basis = _reduction_basis(X, d)
+        if basis is not None:  # p > n: solve in the row space of X plus d slack directions
+            X, sigma, p = X @ basis, basis.T @ sigma @ basis, basis.shape[1]
+            fit_strata = [replace(st, X=st.X @ basis) for st in fit_strata]
         penalty = _Penalty(fit_strata, bandwidth, method, frequencies)
         objective = _CachedObjective(X, sigma, penalty)
 
@@ -790,6 +819,8 @@ class MMDFairPCA(FairPCABase):
         else:
             rows = _subsample(fit_strata, CERTIFY_MAX_ROWS, np.random.RandomState(seeds[4]))
             self.constraint_value_ = _Penalty(rows, bandwidth, "exact")(V, False)[1]
+        if basis is not None:
+            V = basis @ V
         return V, stopped
 
     def _log(self, message):
@@ -798,7 +829,7 @@ class MMDFairPCA(FairPCABase):
     def _random_start(self, objective, seed):
         """The authors' start: best of 11 random points by variance, then MMD² minimised."""
         rng = np.random.RandomState(seed)
-        p, d = self.n_features_in_, self.n_components
+        p, d = objective.n_features, self.n_components
         candidates = [random_point(p, d, rng) for _ in range(_N_RANDOM_STARTS)]
         V = max(candidates, key=lambda W: float(np.sum(W * objective.sigma_times(W))))
 
@@ -811,16 +842,13 @@ class MMDFairPCA(FairPCABase):
     def _repms(self, objective, V, rho, tau):
         """Outer loop of Algorithm 1; return the last iterate and whether it stopped."""
         eps = _EPS_START
+        eps_min = _EPS_MIN_RFF if objective.penalty.method == "rff" else _EPS_MIN
         records = []
         stopped = False
+        newton = False
         for it in range(1, self.max_iter + 1):
             objective.rho = rho
-            # At the rho a tight tau needs, the sub-problem's Hessian spans many orders
-            # of magnitude (condition ~1e7 measured at tau = 1e-6): L-BFGS stalls far
-            # above eps there, trust-region Newton steps with exact Hessian products do not.
-            result = minimize_trust_region(
-                objective, objective.hess_vec, V, gtol=eps, max_iter=_INNER_MAX_ITER
-            )
+            result, newton = _solve_subproblem(objective, V, eps, newton)
             V_new = result.point
             variance, _, h, _, _ = objective.terms(V_new)
             step = float(np.linalg.norm(V_new - V))
@@ -830,22 +858,101 @@ class MMDFairPCA(FairPCABase):
                 f"||dV||={step:.2g}, {result.n_iter} steps ({result.message})"
             )
             V = V_new
-            if step <= _STEP_MIN and eps <= _EPS_MIN and h <= tau:
+            if step <= _STEP_MIN and eps <= eps_min and h <= tau:
                 stopped = True
                 break
-            stuck = result.message == "trust region collapsed" or eps <= _EPS_MIN
+            stuck = result.message == "trust region collapsed" or eps <= eps_min
             if step == 0.0 and stuck and (h <= tau or rho >= _RHO_MAX):
                 # The sub-solver could not move (rounding-level line search failure) and
                 # rho stays: every later iteration would repeat this one exactly.
                 stopped = h <= tau
                 self._log(f"no further progress possible (MMD² {h:.3g}, tau {tau:g})")
                 break
-            eps = max(_EPS_MIN, _EPS_DECAY * eps)
+            eps = max(eps_min, _EPS_DECAY * eps)
             if h > tau:
                 rho = min(_RHO_GROWTH * rho, _RHO_MAX)
         self.n_iter_ = it
         self.history_ = _history(records)
         return V, stopped
+
+
+def _solve_subproblem(objective, V, eps, newton):
+    """Minimise ``Q = f + rho * penalty`` from ``V`` to gradient norm ``eps``.
+
+    L-BFGS first: its steps cost one gradient each, while a trust-region step
+    costs a conjugate-gradient solve with Hessian products (central differences
+    of the gradient with random features), so at loose tau, where L-BFGS meets
+    ``eps`` in a few dozen steps, it is 5-10 times faster. At the ``rho`` a
+    tight tau needs, the sub-problem's Hessian spans many orders of magnitude
+    (condition ~1e7 measured at tau = 1e-6) and L-BFGS stalls far above
+    ``eps``: the trust-region Newton method then continues from where it
+    stopped. Since ``rho`` only grows and ``eps`` only shrinks, later
+    sub-problems are at least as hard, so after the first failure (``newton``
+    True) every later one goes straight to trust regions.
+
+    With random features there is no switch: their trigonometric functions are
+    in single precision, so the gradient carries rounding errors ~1e-7 relative
+    that a difference quotient of it (the only Hessian product available)
+    magnifies to ~1e-2; trust regions then spent their 300 steps without
+    reaching ``eps = 1e-6`` (minutes at n = 1e5), where L-BFGS stops at once
+    with a failed line search.
+
+    Returns
+    -------
+    result : StiefelResult
+        ``n_iter`` counts the steps of both methods.
+    newton : bool
+        Whether trust regions are to be used from now on.
+    """
+    n_lbfgs = 0
+    if not newton:
+        result = minimize_lbfgs(objective, V, gtol=eps, max_iter=_INNER_MAX_ITER)
+        if result.converged or objective.penalty.method == "rff":
+            return result, False
+        V, n_lbfgs = result.point, result.n_iter
+    result = minimize_trust_region(
+        objective, objective.hess_vec, V, gtol=eps, max_iter=_INNER_MAX_ITER
+    )
+    return replace(result, n_iter=result.n_iter + n_lbfgs), True
+
+
+def _reduction_basis(X, n_components):
+    """Orthonormal ``Q`` (p, r + d) with the same optimisation problem on ``St(r + d, d)``.
+
+    ``r`` is the rank of the centred ``X`` (n, p); None when ``r + d >= p``
+    (nothing to gain). ``Q = [B, E]``: ``B`` spans the row space of ``X`` and
+    ``E`` is any ``d`` orthonormal directions orthogonal to it.
+
+    Why the reduction is exact. The cost depends on ``V`` only through
+    ``X V`` (variance ``||X V||² / (n tr Sigma)`` and the kernel values of the
+    rows ``V^T x_i``). Write ``V = B A + C`` with ``B^T C = 0``; then
+    ``X V = X B A`` and ``V^T V = A^T A + C^T C = I``. So the attainable costs
+    are those of the matrices ``A`` (r, d) with ``A^T A <= I`` (the ``C`` part
+    absorbs the rest: with ``p - r >= d`` any PSD ``I - A^T A`` equals
+    ``C^T C`` for ``C = E (I - A^T A)^{1/2}``). These are exactly the
+    ``A``-blocks of ``W = [A; D]`` in ``St(r + d, d)``, ``D = (I - A^T A)^{1/2}``.
+    Hence ``min over St(p, d)`` equals ``min over St(r + d, d)`` of the cost of
+    ``Q W`` (whose product with ``X`` is ``X B A``), and ``V = Q W`` maps back.
+    The slack block matters: an optimum may shrink the projection (``A^T A < I``)
+    to lower MMD², which the plain row space ``St(r, d)`` would forbid. Moreover,
+    from a start ``V_0 = Q W_0`` every Euclidean gradient ``X^T (...)``, tangent
+    projection and QR retraction stays in the range of ``Q`` (``qf(Q M) = Q qf(M)``),
+    so the iterates are those of the full problem, up to rounding.
+    """
+    n, p = X.shape
+    if n + n_components >= p:
+        return None
+    _, singular, Wt = np.linalg.svd(X, full_matrices=False)
+    rank = int(np.sum(singular > singular[0] * max(n, p) * np.finfo(float).eps))
+    if rank + n_components >= p:
+        return None
+    B = Wt[:rank].T
+    # Deterministic slack directions: any orthonormal ones outside the row space will do.
+    G = np.random.RandomState(0).standard_normal((p, n_components))
+    for _ in range(2):  # twice: one Gram-Schmidt pass loses orthogonality to rounding
+        G -= B @ (B.T @ G)
+    E = np.linalg.qr(G)[0]
+    return np.hstack([B, E])
 
 
 def _qmc_frequencies(n_components, n_frequencies, bandwidth, seed):
