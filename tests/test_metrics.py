@@ -315,6 +315,22 @@ def test_bandwidth_matches_brute_force_median(data2):
     assert M.mmd_bandwidth(X, 2) == pytest.approx(expected, rel=1e-10)
 
 
+def test_bandwidth_over_several_row_blocks_uses_the_pca_of_all_rows():
+    # More rows than one accumulation block (65536), with an offset of 1e6 that a
+    # cancelling scatter formula (X^T X - n mean mean^T) gets wrong by about 2e-4 here.
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((150_000, 4)) * [3.0, 2.0, 1.0, 0.5] + 1e6
+    centred = X - X.mean(axis=0)
+    V = np.linalg.svd(centred, full_matrices=False)[2][:2]
+    rows = centred[np.random.RandomState(0).choice(len(X), size=300, replace=False)]
+    z = rows @ V.T
+    sq = ((z[:, None, :] - z[None, :, :]) ** 2).sum(-1)[np.triu_indices(len(z), 1)]
+    expected = np.sqrt(np.median(sq) / 2)
+    assert M.mmd_bandwidth(X, 2, max_samples=300, random_state=0) == pytest.approx(
+        expected, rel=1e-8
+    )
+
+
 def test_bandwidth_subsample_is_seeded_and_close(data2):
     X, _ = data2
     full = M.mmd_bandwidth(X, 2)
