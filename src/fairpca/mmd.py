@@ -552,12 +552,11 @@ class MMDFairPCA(FairPCABase):
         Memory at large n: only the MMD² rows (at most ``max_samples``) enter
         the kernel computations, and random features are formed in blocks of
         1 MiB, so beyond a few tens of MiB the extra memory is a small multiple
-        of the input: a centred copy (base class), the rows sorted by group
-        and, transiently, the centred copy the median bandwidth rule makes.
+        of the input: a centred copy (base class) and the rows sorted by group.
         Measured (``benchmarks/mmd.py --part 3``, 20 features, d = 2,
         ``mmd="rff"``, peak traced during ``fit`` beyond the input array):
-        n = 1e5: 78 MiB (input 15 MiB), 14 s; n = 1e6: 496 MiB (3.3 x the
-        153 MiB input), 15 s, on a shared 2-core machine.
+        n = 1e5: 68 MiB (input 15 MiB), 9 s; n = 1e6: 346 MiB (2.3 x the
+        153 MiB input), 10 s, on a shared 2-core machine.
     init : {"pca", "random"}, default="pca"
         Starting point. ``"pca"``: the top ``d`` principal loadings.
         ``"random"``: the authors' code: the best of 11 random orthonormal
