@@ -154,6 +154,40 @@ def test_reproduction_plot_shows_ratio_to_paper():
     assert 1.5 in xs and "ours / paper" in ax.get_xlabel()
 
 
+def test_reproduction_plot_keeps_a_wide_log_axis_legible():
+    # A cell 800x the paper's with an SD larger than its mean (SkillCraft in the
+    # full Vu et al. run) next to ordinary cells.
+    table = pd.DataFrame(
+        {
+            "dataset": ["a", "b", "c"],
+            "method": "PCA",
+            "setting": "",
+            "d": 3,
+            "metric": "ABDiff",
+            "ours_mean": [800.0, 1.0, 0.5],
+            "ours_std": [1200.0, 0.1, 0.2],
+            "paper_mean": [1.0, 1.0, 1.0],
+            "paper_std": np.nan,
+            "status": ["within", "within", "outside"],
+        }
+    )
+    fig = plot_reproduction(table, pd.DataFrame(), "vu2022-table1")
+    (ax,) = fig.axes
+    assert ax.get_xscale() == "log"
+    # The lower error bar stops at the floor instead of reaching zero.
+    assert ax.get_xlim()[0] >= 1e-4
+    fig.canvas.draw()
+    low, high = ax.get_xlim()
+    shown = [
+        (label.get_position()[0], label.get_text())
+        for label in ax.get_xticklabels()
+        if low <= label.get_position()[0] <= high
+    ]
+    assert 3 <= len(shown) <= 10
+    for position, text in shown:
+        assert text and float(text) == pytest.approx(position)
+
+
 def test_projection_plot_shows_each_methods_scores():
     from sklearn.decomposition import PCA
 

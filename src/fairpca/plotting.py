@@ -416,22 +416,15 @@ def plot_reproduction(table, details, target):
             if sp > 0:
                 ax.fill_betweenx([yi - 0.35, yi + 0.35], max(1 - sp, tiny), 1 + sp, color="0.85")
         inside = (part["status"] == "within").to_numpy()
-        ax.errorbar(
-            np.maximum(ratio[inside], tiny),
-            y[inside],
-            xerr=err[inside],
-            fmt="o",
-            color="C2",
-            label="ours, within the spread",
-        )
-        ax.errorbar(
-            np.maximum(ratio[~inside], tiny),
-            y[~inside],
-            xerr=err[~inside],
-            fmt="s",
-            color="C3",
-            label="ours, outside the spread",
-        )
+        ratio = np.maximum(ratio, tiny)
+        # The lower bar stops at the axis floor: a bar reaching zero or below would
+        # stretch a log axis over many empty decades.
+        xerr = np.vstack([np.minimum(err, ratio - tiny), err])
+        for mask, fmt, color, label in (
+            (inside, "o", "C2", "ours, within the spread"),
+            (~inside, "s", "C3", "ours, outside the spread"),
+        ):
+            ax.errorbar(ratio[mask], y[mask], xerr=xerr[:, mask], fmt=fmt, color=color, label=label)
         ax.axvline(1.0, color="k", lw=1)
         labels = [f"{r.dataset} d={r.d} {r.method} {r.setting}".strip() for r in part.itertuples()]
         ax.set_yticks(y, labels, fontsize="small")
@@ -441,11 +434,13 @@ def plot_reproduction(table, details, target):
             ax.set_xlabel(f"{metric}: ours / paper")
         else:
             ax.set_xscale("log")
-            # Plain numbers on the log axis; minor labels would overlap.
-            from matplotlib.ticker import LogLocator, NullFormatter, ScalarFormatter
+            # Plain numbers on the log axis; 1-2-5 ticks only while they cannot crowd.
+            from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-            ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
-            ax.xaxis.set_major_formatter(ScalarFormatter())
+            decades = np.log10(high / max(low, tiny))
+            subs = (1.0, 2.0, 5.0) if decades <= 2.5 else (1.0,)
+            ax.xaxis.set_major_locator(LogLocator(subs=subs))
+            ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
             ax.xaxis.set_minor_formatter(NullFormatter())
             ax.set_xlabel(f"{metric}: ours / paper (log scale)")
         ax.grid(axis="x", alpha=0.3)
