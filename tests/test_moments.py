@@ -3,6 +3,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import fairpca.moments as moments_module
 from fairpca import GroupMoments
 
 
@@ -50,22 +51,21 @@ def test_from_arrays_matches_numpy(data):
 def test_covariance_and_second_moments(data):
     X, s = data
     m = GroupMoments.from_arrays(X, s)
-    np.testing.assert_allclose(m.covariance(), np.cov(X.T, bias=True), rtol=1e-10)
+    _close(m.covariance(), np.cov(X.T, bias=True))
     c = X.mean(axis=0)
     for a, g in enumerate(m.groups):
         rows = X[s == g]
         n_a = rows.shape[0]
-        np.testing.assert_allclose(
-            m.second_moment("pooled")[a], (rows - c).T @ (rows - c) / n_a, rtol=1e-10
-        )
-        np.testing.assert_allclose(
-            m.second_moment("group")[a], np.cov(rows.T, bias=True), rtol=1e-10
-        )
-        np.testing.assert_allclose(m.second_moment(None)[a], rows.T @ rows / n_a, rtol=1e-10)
+        _close(m.second_moment("pooled")[a], (rows - c).T @ (rows - c) / n_a)
+        _close(m.second_moment("group")[a], np.cov(rows.T, bias=True))
+        _close(m.second_moment(None)[a], rows.T @ rows / n_a)
         v = np.arange(6.0)
-        np.testing.assert_allclose(
-            m.second_moment(v)[a], (rows - v).T @ (rows - v) / n_a, rtol=1e-10
-        )
+        _close(m.second_moment(v)[a], (rows - v).T @ (rows - v) / n_a)
+
+
+def _close(actual, desired, rtol=1e-10):
+    """Equal up to rounding: entries near zero are compared on the matrix's scale."""
+    np.testing.assert_allclose(actual, desired, rtol=rtol, atol=1e-13 * np.abs(desired).max())
 
 
 def test_chunks_equal_one_pass(data):
@@ -167,3 +167,68 @@ def test_overflowing_second_moments_are_a_clear_error():
     X = np.array([[1e200, 0.0], [-1e200, 1.0], [1e200, 2.0], [-1e200, 3.0]])
     with pytest.raises(ValueError, match="overflow"):
         GroupMoments.from_arrays(X, [0, 0, 1, 1])
+
+
+# ----------------------------------------------- the one-pass formula and its fall-back
+@pytest.fixture
+def small_blocks(monkeypatch):
+    """Blocks of 64 rows, so that small data cross many block boundaries."""
+    monkeypatch.setattr(moments_module, "_BLOCK_BYTES", 8)
+    monkeypatch.setattr(moments_module, "_MIN_BLOCK_ROWS", 64)
+
+
+def _counting_passes(monkeypatch):
+    calls = []
+    original = moments_module._block_sums
+
+    def counted(*args, **kwargs):
+        calls.append(list(args[2]))  # the groups summed in this pass
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(moments_module, "_block_sums", counted)
+    return calls
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_one_pass_matches_numpy_on_centred_and_offset_data(small_blocks, monkeypatch, order):
+    rng = np.random.default_rng(5)
+    s = rng.choice(4, size=1000, p=[0.1, 0.2, 0.3, 0.4])
+    calls = _counting_passes(monkeypatch)
+    for offset in (0.0, 1e6):  # around zero, and an offset the first rows reveal
+        X = np.asarray(rng.normal(size=(1000, 5)) * [1, 2, 3, 0.5, 10] + offset, order=order)
+        calls.clear()
+        _assert_matches(GroupMoments.from_arrays(X, s), X, s, rtol=1e-11)
+        # One pass over the rows, summing every group.
+        assert calls == [[0, 1, 2, 3]]
+
+
+def test_far_apart_groups_are_summed_again_around_their_means(small_blocks, monkeypatch):
+    # Group means 1e5 spreads apart: S = G - n delta delta^T would lose ~10 digits.
+    rng = np.random.default_rng(6)
+    s = rng.choice(3, size=900)
+    X = rng.normal(size=(900, 4)) + 1e5 * rng.normal(size=(3, 4))[s]
+    calls = _counting_passes(monkeypatch)
+    _assert_matches(GroupMoments.from_arrays(X, s), X, s, rtol=1e-10)
+    assert len(calls) == 2 and sorted(calls[1]) == [0, 1, 2]
+
+
+def test_constant_group_and_single_rows(small_blocks):
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(300, 3))
+    s = np.repeat([0, 1, 2], [1, 150, 149])
+    X[s == 2] = [4.0, -1.0, 2.5]  # zero scatter: nothing to cancel against
+    m = GroupMoments.from_arrays(X, s)
+    _assert_matches(m, X, s)
+    assert np.abs(m.scatters[2]).max() <= 1e-20
+    np.testing.assert_array_equal(m.scatters[0], np.zeros((3, 3)))
+    np.testing.assert_array_equal(m.means[0], X[0])
+
+
+def test_non_finite_values_are_found_by_the_pass(small_blocks):
+    X = np.random.default_rng(8).normal(size=(400, 3))
+    s = np.arange(400) % 2
+    for value, word in ((np.nan, "NaN"), (np.inf, "infinity")):
+        bad = X.copy()
+        bad[350, 1] = value  # beyond the first rows that choose the shift
+        with pytest.raises(ValueError, match=word):
+            GroupMoments.from_arrays(bad, s)

@@ -221,3 +221,74 @@ def test_missing_dask_names_the_extra(data, monkeypatch):
     monkeypatch.setitem(sys.modules, "dask.array", None)
     with pytest.raises(ImportError, match=r"pip install 'fairpca\[dask\]'"):
         ParetoFairPCA().fit(Xd, sensitive_features=s)
+
+
+# ------------------------------------------------------- the in-memory row pass
+@pytest.mark.parametrize(
+    "labels",
+    [
+        np.array([3, -2, 3, 7, -2, 5], dtype=np.int8),  # negative, with gaps
+        np.array([True, False, False, True]),
+        np.array([0, 1, 1, 0, 2], dtype=np.uint16),
+        np.array([10**12, 5, 10**12, 5]),  # range wider than the rows: sorted instead
+        np.array([2**63 + 1, 3, 3], dtype=np.uint64),
+        np.array(["b", "a", "c", "a"]),
+    ],
+)
+def test_label_encoding_equals_numpy_unique(labels):
+    from fairpca._validation import _encode_labels
+
+    groups, codes, counts = _encode_labels(labels)
+    expected_groups, expected_codes = np.unique(labels, return_inverse=True)
+    np.testing.assert_array_equal(groups, expected_groups)
+    assert groups.dtype == expected_groups.dtype
+    np.testing.assert_array_equal(codes, expected_codes)
+    assert codes.dtype == np.intp
+    np.testing.assert_array_equal(counts, np.bincount(expected_codes))
+
+
+@pytest.mark.parametrize("value", [np.nan, np.inf])
+def test_non_finite_rows_rejected_without_a_separate_scan(data, value):
+    X, s = data
+    bad = X.copy()
+    bad[2000, 3] = value
+    with pytest.raises(ValueError, match="NaN" if np.isnan(value) else "infinity"):
+        ParetoFairPCA(n_components=2).fit(bad, sensitive_features=s)
+    with pytest.raises(ValueError, match="NaN" if np.isnan(value) else "infinity"):
+        MMDFairPCA(n_components=2).fit(bad, sensitive_features=s)
+    est = ParetoFairPCA(n_components=2).partial_fit(X[:1000], sensitive_features=s[:1000])
+    with pytest.raises(ValueError, match="NaN" if np.isnan(value) else "infinity"):
+        est.partial_fit(bad[1000:], sensitive_features=s[1000:])
+    assert est.moments_.n_samples == 1000  # the rejected chunk changed nothing
+
+
+def test_in_memory_fit_moments_equal_per_group_numpy(data):
+    X, s = data
+    est = RobustFairPCA(n_components=2, n_iter=20, n_restarts=1, random_state=0)
+    est.fit(X, sensitive_features=s)
+    for a, g in enumerate(est.groups_):
+        rows = X[s == g]
+        centred = rows - rows.mean(axis=0)
+        np.testing.assert_allclose(est.moments_.scatters[a], centred.T @ centred, rtol=1e-11)
+        assert est.group_counts_[a] == rows.shape[0]
+
+
+# ------------------------------------------------------------ benchmarks/run.py
+def test_benchmark_routes_see_the_same_rows(monkeypatch):
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "run.py"
+    spec = importlib.util.spec_from_file_location("benchmark_run", path)
+    run = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(run)
+    monkeypatch.setattr(run, "BLOCK_BYTES", 8 * 7 * 300)  # blocks of 300 rows at p = 7
+    n, p = 1000, 7
+    assert run._block_sizes(n, p) == [300, 300, 300, 100]
+    X, s = run._memory_data(n, p, seed=3)
+    Xd, sd = run._dask_data(n, p, seed=3)
+    np.testing.assert_array_equal(X, Xd.compute())
+    np.testing.assert_array_equal(s, sd.compute())
+    # Two groups of the intended 30 / 70 split with different means.
+    assert set(np.unique(s)) == {0, 1} and 0.2 < s.mean() < 0.4
+    assert np.abs(X[s == 0].mean(axis=0) - X[s == 1].mean(axis=0)).max() > 0.5

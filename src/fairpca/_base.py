@@ -145,7 +145,7 @@ class FairPCABase(
         """
 
     # ------------------------------------------------------------ validation
-    def _validate_X(self, X, *, reset):
+    def _validate_X(self, X, *, reset, ensure_all_finite=True):
         raise_if_non_numeric(X, "X")
         try:
             return validate_data(
@@ -153,7 +153,7 @@ class FairPCABase(
                 X,
                 reset=reset,
                 dtype=np.float64,
-                ensure_all_finite=True,
+                ensure_all_finite=ensure_all_finite,
                 ensure_min_samples=2 if reset else 1,
             )
         except (ValueError, TypeError) as exc:
@@ -190,9 +190,12 @@ class FairPCABase(
             delattr(self, name)
         if _is_dask_collection(X) or _is_dask_collection(sensitive_features):
             return self._fit_dask(X, sensitive_features)
-        X = self._validate_X(X, reset=True)
+        # The moment pass, which precedes any other use of X, rejects NaN and
+        # infinities itself: no separate scan of X.
+        X = self._validate_X(X, reset=True, ensure_all_finite=False)
         n_samples, n_features = X.shape
         d = check_n_components(self.n_components, n_features)
+        self._grouped_moments = sensitive_features is not None
         if sensitive_features is None:
             warnings.warn(
                 f"{type(self).__name__}.fit was called without sensitive_features; "
@@ -200,36 +203,27 @@ class FairPCABase(
                 UserWarning,
                 stacklevel=2,
             )
-            moments = _single_group_moments(X)
-            self.mean_ = moments.means[0]
-            Xc = X - self.mean_
-            components, scales = _top_eigenvectors(moments.scatters[0], d), None
-            self.groups_ = self.group_counts_ = None
-            self._set_group_blind_state()
-        else:
-            groups, codes = check_sensitive_features(
-                sensitive_features, n_samples, min_groups=2, min_group_size=self._min_group_size
-            )
-            counts = np.bincount(codes)
-            if y is not None:
-                y = check_array(y, ensure_2d=False, dtype=None, input_name="y")
-                if y.ndim != 1 or y.shape[0] != n_samples:
-                    raise ValueError(
-                        f"y must be 1-D with one entry per row of X ({n_samples}), "
-                        f"got shape {y.shape}."
-                    )
-            moments = GroupMoments._from_codes(X, codes, groups)
-            if self._moments_only:
-                # Same route as Dask input and partial_fit: no centred copy of X.
-                self._fit_moments(moments, d, grouped=True)
-                self._grouped_moments = True
-                return self
-            self.mean_ = moments.pooled_mean
-            self.groups_, self.group_counts_ = groups, counts
-            Xc = X - self.mean_
-            components, scales = self._fit_components(Xc, codes, moments, y)
+            self._fit_moments(_single_group_moments(X), d, grouped=False)
+            return self
+        groups, codes = check_sensitive_features(
+            sensitive_features, n_samples, min_groups=2, min_group_size=self._min_group_size
+        )
+        if y is not None:
+            y = check_array(y, ensure_2d=False, dtype=None, input_name="y")
+            if y.ndim != 1 or y.shape[0] != n_samples:
+                raise ValueError(
+                    f"y must be 1-D with one entry per row of X ({n_samples}), got shape {y.shape}."
+                )
+        moments = GroupMoments._from_codes(X, codes, groups)
+        if self._moments_only:
+            # Same route as Dask input and partial_fit: no centred copy of X.
+            self._fit_moments(moments, d, grouped=True)
+            return self
+        self.mean_ = moments.pooled_mean
+        self.groups_, self.group_counts_ = groups, moments.counts
+        Xc = X - self.mean_
+        components, scales = self._fit_components(Xc, codes, moments, y)
         self.moments_ = moments
-        self._grouped_moments = sensitive_features is not None
         self._set_components(components, scales, Xc=Xc)
         return self
 
@@ -322,7 +316,8 @@ class FairPCABase(
         first = not hasattr(self, "moments_")
         raise_if_non_numeric(X, "X")
         try:
-            X = validate_data(self, X, reset=first, dtype=np.float64, ensure_all_finite=True)
+            # The moment pass below rejects NaN and infinities.
+            X = validate_data(self, X, reset=first, dtype=np.float64, ensure_all_finite=False)
         except (ValueError, TypeError) as exc:
             _reraise_conversion_error(exc, "X")
         d = check_n_components(self.n_components, X.shape[1])

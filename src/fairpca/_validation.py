@@ -60,7 +60,7 @@ def _reraise_conversion_error(exc, name):
     raise exc
 
 
-def check_data(X, name="X", *, min_samples=1):
+def check_data(X, name="X", *, min_samples=1, ensure_all_finite=True):
     """Validate a data matrix outside an estimator.
 
     Parameters
@@ -71,6 +71,9 @@ def check_data(X, name="X", *, min_samples=1):
         Argument name used in error messages.
     min_samples : int, default=1
         Minimum number of rows.
+    ensure_all_finite : bool, default=True
+        Whether to scan for NaN and infinities. ``False`` is for callers whose
+        next step detects them anyway (the moment pass), saving a scan.
 
     Returns
     -------
@@ -81,7 +84,7 @@ def check_data(X, name="X", *, min_samples=1):
         return check_array(
             X,
             dtype=np.float64,
-            ensure_all_finite=True,
+            ensure_all_finite=ensure_all_finite,
             ensure_min_samples=min_samples,
             input_name=name,
         )
@@ -186,11 +189,51 @@ def check_sensitive_features(
             labels = labels.astype(str if kind == "string" else bool)
     elif labels.dtype.kind not in "iubUS":
         raise TypeError(f"{name} has unsupported dtype {labels.dtype}.")
-    groups, codes = np.unique(labels, return_inverse=True)
+    groups, codes, counts = _encode_labels(labels)
     _check_n_groups(groups, min_groups, name)
     if min_group_size > 1:
-        _check_group_sizes(groups, np.bincount(codes), min_group_size, name)
-    return groups, codes.astype(np.intp, copy=False)
+        _check_group_sizes(groups, counts, min_group_size, name)
+    return groups, codes
+
+
+def _encode_labels(labels):
+    """Sorted distinct labels, the integer code of each row and the rows per label.
+
+    Integer and boolean labels spanning a range no wider than the number of
+    rows are counted into a table (linear time); other labels are sorted by
+    :func:`numpy.unique`, which costs ``n log n``.
+
+    Parameters
+    ----------
+    labels : ndarray of shape (n_samples,)
+        Validated labels (not object dtype).
+
+    Returns
+    -------
+    groups : ndarray of shape (n_groups,)
+    codes : ndarray of shape (n_samples,), dtype intp
+        ``groups[codes]`` recovers the labels.
+    counts : ndarray of shape (n_groups,), dtype intp
+    """
+    # uint64 is left to np.unique: its values need not fit in intp.
+    if labels.dtype.kind in "ib" or (labels.dtype.kind == "u" and labels.dtype.itemsize < 8):
+        values = labels.view(np.uint8) if labels.dtype.kind == "b" else labels
+        low, high = int(values.min()), int(values.max())
+        if high - low < max(values.shape[0], 256):
+            offsets = values.astype(np.intp)
+            if low:
+                offsets -= low
+            table = np.bincount(offsets, minlength=high - low + 1)
+            present = np.flatnonzero(table)
+            if len(present) < len(table):
+                lookup = np.zeros(len(table), dtype=np.intp)
+                lookup[present] = np.arange(len(present))
+                offsets = lookup[offsets]
+            groups = (present + low).astype(labels.dtype)
+            return groups, offsets, table[present]
+    groups, codes = np.unique(labels, return_inverse=True)
+    codes = codes.astype(np.intp, copy=False)
+    return groups, codes, np.bincount(codes, minlength=len(groups))
 
 
 def check_number(

@@ -5,7 +5,10 @@ needs only, for each group ``a``, the row count ``n_a``, the mean ``mu_a`` and
 the centred scatter matrix ``S_a = sum_{i in a} (x_i - mu_a)(x_i - mu_a)^T``.
 These are sums over rows, so they can be accumulated chunk by chunk and merged
 with the pairwise update of Chan, Golub & LeVeque (1979), which stays accurate
-for data with a large offset (unlike raw sums of squares).
+for data with a large offset (unlike raw sums of squares). Within one array,
+the pass sums cache-sized blocks of each group's rows around a common shift
+and centres afterwards, falling back to a second pass around each group's own
+mean when that would lose digits; it costs about one ``X^T X`` and no copy of X.
 """
 
 import warnings
@@ -58,31 +61,21 @@ class GroupMoments:
         -------
         moments : GroupMoments
         """
-        X = check_data(X, "X")
+        # NaN and infinities are caught by the pass itself: no separate scan.
+        X = check_data(X, "X", ensure_all_finite=False)
         groups, codes = check_sensitive_features(sensitive_features, X.shape[0])
         return cls._from_codes(X, codes, groups)
 
     @classmethod
     def _from_codes(cls, X, codes, groups):
-        """Moments of validated float data whose rows carry integer group codes."""
-        n_groups, n_features = len(groups), X.shape[1]
-        counts = np.bincount(codes, minlength=n_groups).astype(np.int64)
-        means = np.zeros((n_groups, n_features))
-        scatters = np.zeros((n_groups, n_features, n_features))
-        for a in range(n_groups):
-            rows = X[codes == a]
-            if rows.shape[0] == 0:
-                continue
-            means[a] = rows.mean(axis=0)
-            # Centre before forming the product: exact for large offsets.
-            centred = rows - means[a]
-            with np.errstate(over="ignore", invalid="ignore"):
-                scatters[a] = centred.T @ centred
-        if not np.isfinite(scatters).all():
-            raise ValueError(
-                "X is too large in magnitude: its second moments overflow float64. "
-                "Rescale it first (e.g. with sklearn.preprocessing.StandardScaler)."
-            )
+        """Moments of float data whose rows carry integer group codes.
+
+        ``X`` may still hold NaN or infinities: the pass detects them and raises
+        the same error as :func:`check_data`, so that callers need not scan ``X``
+        for them beforehand.
+        """
+        counts = np.bincount(codes, minlength=len(groups)).astype(np.int64)
+        means, scatters = _group_scatters(X, codes, counts)
         return cls(groups, counts, means, scatters)
 
     @classmethod
@@ -276,6 +269,137 @@ class GroupMoments:
     def covariance(self):
         """Covariance of all rows around the pooled mean (divisor n), shape (p, p)."""
         return np.einsum("a,aij->ij", self.proportions, self.second_moment("pooled"))
+
+
+# ------------------------------------------------------------ the row pass
+# Rows per block of the pass: blocks of about 2 MiB keep the copies in cache,
+# and at least 1024 rows amortise each p x p update at large p.
+_BLOCK_BYTES = 2 * 2**20
+_MIN_BLOCK_ROWS = 1024
+# Largest accepted ratio of a group's shifted Gram diagonal to its centred
+# scatter diagonal. Centring after summing, S = G - n delta delta^T, multiplies
+# the relative rounding error of G by this ratio; groups above it are summed
+# again around their own mean.
+_MAX_CANCELLATION = 100.0
+
+
+def _group_scatters(X, codes, counts):
+    """Means and centred scatter matrices of each group, in one pass over ``X`` as a rule.
+
+    Block by block, each group's rows are copied (a cache-sized copy, never a
+    whole group) and their sum and Gram matrix around a common shift ``c`` are
+    accumulated; this costs the flops of one ``X^T X``. Centring is exact
+    algebra afterwards: ``S_a = G_a - n_a delta_a delta_a^T`` with
+    ``delta_a = mu_a - c``. That subtraction loses digits when a group's
+    offset from ``c`` dwarfs its spread; such groups are summed a second time
+    around their own mean, known by then.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features), dtype float64
+        Data; NaN or infinities raise a ``ValueError``.
+    codes : ndarray of shape (n_samples,), dtype intp
+        Group code of each row.
+    counts : ndarray of shape (n_groups,)
+        Rows per code.
+
+    Returns
+    -------
+    means : ndarray of shape (n_groups, n_features)
+    scatters : ndarray of shape (n_groups, n_features, n_features)
+        Zero for groups without rows.
+    """
+    n_groups, n_features = len(counts), X.shape[1]
+    present = np.flatnonzero(counts)
+    shift = _rough_shift(X)
+    grams = np.zeros((n_groups, n_features, n_features))
+    sums = np.zeros((n_groups, n_features))
+    grams[present], sums[present] = _block_sums(X, codes, present, shift)
+    diagonals = np.diagonal(grams, axis1=1, axis2=2)
+    if not np.isfinite(diagonals).all():
+        _raise_non_finite(X)
+    sizes = np.maximum(counts, 1)[:, None]
+    delta = sums / sizes
+    means = shift + delta
+    scatters = grams - sizes[:, :, None] * delta[:, :, None] * delta[:, None, :]
+
+    # The rounding error of G_a is about eps * max diag(G_a).
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cancellation = diagonals.max(axis=1) / np.diagonal(scatters, axis1=1, axis2=2).max(axis=1)
+    redo = np.array([a for a in present if not cancellation[a] <= _MAX_CANCELLATION], np.intp)
+    if len(redo):
+        grams, sums = _block_sums(X, codes, redo, means[redo])
+        delta = sums / counts[redo][:, None]
+        means[redo] += delta
+        scatters[redo] = grams - counts[redo][:, None, None] * delta[:, :, None] * delta[:, None, :]
+    if not np.isfinite(scatters).all():
+        _raise_non_finite(X)
+    return means, scatters
+
+
+def _rough_shift(X):
+    """Zero if ``X`` looks centred, else the mean of its first rows.
+
+    Sums around zero need no subtraction, and are accurate when no column's
+    offset is large next to the spread; the first rows tell cheaply. A wrong
+    guess only costs the second pass of :func:`_group_scatters`.
+    """
+    sample = X[:_MIN_BLOCK_ROWS]
+    with np.errstate(over="ignore", invalid="ignore"):
+        mean = sample.mean(axis=0)
+        centred = np.isfinite(mean).all() and (mean**2).max() <= sample.var(axis=0).max()
+    if centred or not np.isfinite(mean).all():
+        return np.zeros(X.shape[1])
+    return mean
+
+
+def _block_sums(X, codes, groups, shifts):
+    """Shifted sums and Gram matrices of the rows of some groups, block by block.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+    codes : ndarray of shape (n_samples,)
+    groups : ndarray of shape (n_listed,)
+        Codes of the groups to sum.
+    shifts : ndarray of shape (n_features,) or (n_listed, n_features)
+        The point ``s`` subtracted from the rows: common, or one per listed group.
+
+    Returns
+    -------
+    grams : ndarray of shape (n_listed, n_features, n_features)
+        ``sum (x_i - s)(x_i - s)^T`` over the rows of each listed group.
+    sums : ndarray of shape (n_listed, n_features)
+        ``sum (x_i - s)`` over the same rows.
+    """
+    n, p = X.shape
+    rows = max(_BLOCK_BYTES // (8 * p), _MIN_BLOCK_ROWS)
+    ones = np.ones(min(rows, n))
+    grams, sums = np.zeros((len(groups), p, p)), np.zeros((len(groups), p))
+    shifts = [row if row.any() else None for row in np.broadcast_to(shifts, (len(groups), p))]
+    with np.errstate(over="ignore", invalid="ignore"):
+        for start in range(0, n, rows):
+            block, block_codes = X[start : start + rows], codes[start : start + rows]
+            for j, a in enumerate(groups):
+                selected = block.take(np.flatnonzero(block_codes == a), axis=0)
+                if shifts[j] is not None:
+                    selected -= shifts[j]
+                grams[j] += selected.T @ selected
+                sums[j] += ones[: selected.shape[0]] @ selected
+    return grams, sums
+
+
+def _raise_non_finite(X):
+    """Raise the ``ValueError`` for sums that are not finite.
+
+    Its cause is NaN or infinities in ``X`` (scikit-learn's message) or, if
+    there are none, overflow.
+    """
+    check_data(X, "X")
+    raise ValueError(
+        "X is too large in magnitude: its second moments overflow float64. "
+        "Rescale it first (e.g. with sklearn.preprocessing.StandardScaler)."
+    )
 
 
 # ---------------------------------------------------------------------- Dask
