@@ -264,7 +264,7 @@ def subspace_distance(V, W):
 
 @dataclass(frozen=True)
 class StiefelResult:
-    """Outcome of :func:`minimize_lbfgs`.
+    """Outcome of :func:`minimize_lbfgs` and :func:`minimize_trust_region`.
 
     Attributes
     ----------
@@ -297,6 +297,21 @@ class StiefelResult:
     n_evals: int
     cost_history: np.ndarray
     grad_norm_history: np.ndarray
+
+
+def _result(V, cost, grad_norm, gtol, n_iter, message, objective, costs, grad_norms):
+    """The :class:`StiefelResult` of a finished run; converged when ``grad_norm <= gtol``."""
+    return StiefelResult(
+        point=V,
+        cost=cost,
+        grad_norm=float(grad_norm),
+        n_iter=n_iter,
+        converged=bool(grad_norm <= gtol),
+        message=message,
+        n_evals=objective.n_evals,
+        cost_history=np.asarray(costs),
+        grad_norm_history=np.asarray(grad_norms),
+    )
 
 
 class _Objective:
@@ -488,17 +503,7 @@ def minimize_lbfgs(
                 message = "gradient norm <= gtol"
             break
 
-    return StiefelResult(
-        point=V,
-        cost=cost,
-        grad_norm=float(grad_norm),
-        n_iter=n_iter,
-        converged=bool(grad_norm <= gtol),
-        message=message,
-        n_evals=objective.n_evals,
-        cost_history=np.asarray(costs),
-        grad_norm_history=np.asarray(grad_norms),
-    )
+    return _result(V, cost, grad_norm, gtol, n_iter, message, objective, costs, grad_norms)
 
 
 def _lbfgs_direction(grad, pairs, gamma, grad_norm):
@@ -677,17 +682,7 @@ def minimize_trust_region(
             message = "trust region collapsed"
             break
 
-    return StiefelResult(
-        point=V,
-        cost=cost,
-        grad_norm=float(grad_norm),
-        n_iter=n_iter,
-        converged=bool(grad_norm <= gtol),
-        message=message,
-        n_evals=objective.n_evals,
-        cost_history=np.asarray(costs),
-        grad_norm_history=np.asarray(grad_norms),
-    )
+    return _result(V, cost, grad_norm, gtol, n_iter, message, objective, costs, grad_norms)
 
 
 def _truncated_cg(grad, grad_norm, hess, radius, max_inner):
