@@ -157,6 +157,38 @@ def test_riemannian_gradient_is_tangent_horizontal_and_matches_the_retraction(th
         np.testing.assert_allclose(np.sum(grad * xi), slope, rtol=1e-5)
 
 
+def test_random_feature_objective_gradient_is_horizontal_and_exact_along_the_subspace(
+    three_groups,
+):
+    X, codes = three_groups
+    sigma = X.T @ X / len(X)
+    bandwidth = 1.2
+    penalty = _Penalty(
+        [_stratum(X, codes)], bandwidth, "rff", _qmc_frequencies(2, 64, bandwidth, 0)
+    )
+    objective = _CachedObjective(X, sigma, penalty)
+    objective.rho = 5.0
+    V = random_point(6, 2, random_state=3)
+    # The estimate itself changes under a rotation within span(V) (its gradient has a
+    # vertical part) ...
+    _, _, raw = penalty(V)
+    assert np.abs(V.T @ raw - raw.T @ V).max() > 1e-4
+    # ... but the objective's gradient has none: its Riemannian gradient is horizontal.
+    _, egrad = objective(V)
+    grad = tangent_projection(V, egrad)
+    np.testing.assert_allclose(V.T @ grad, 0.0, atol=1e-10)
+    # Along directions that move the subspace it is the estimate's exact derivative.
+    rng = np.random.default_rng(4)
+    for _ in range(3):
+        xi = rng.standard_normal(V.shape)
+        xi -= V @ (V.T @ xi)  # horizontal
+        t = 1e-3  # single-precision features: a larger step
+        slope = (objective(retract_qr(V, t * xi))[0] - objective(retract_qr(V, -t * xi))[0]) / (
+            2 * t
+        )
+        np.testing.assert_allclose(np.sum(grad * xi), slope, rtol=2e-3)
+
+
 def test_qmc_frequencies_reproduce_the_rbf_kernel():
     bandwidth = 0.8
     W = _qmc_frequencies(2, 1024, bandwidth, seed=5)

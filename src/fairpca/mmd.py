@@ -439,6 +439,15 @@ class _CachedObjective:
 
     def __call__(self, V):
         variance, pen, _, pen_grad, SV = self.terms(V)
+        if self.penalty.method == "rff":
+            # MMD² depends on V only through the subspace (V -> VQ leaves it unchanged), but
+            # its random-feature estimate at fixed frequencies does not: its gradient has a
+            # vertical part V skew(V^T G), a rotation within the subspace, of the size of the
+            # approximation error. L-BFGS chased it for its whole step budget without moving
+            # the subspace (d = 5, 10^4 rows: 139 s; without it 19 s, same result). Dropping
+            # it keeps the gradient exact along every horizontal direction.
+            VtG = V.T @ pen_grad
+            pen_grad = pen_grad - V @ (0.5 * (VtG - VtG.T))
         return -variance + self.rho * pen, -2.0 * SV + self.rho * pen_grad
 
     def hess_vec(self, V, Xi):
