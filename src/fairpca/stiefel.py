@@ -299,6 +299,23 @@ class StiefelResult:
     grad_norm_history: np.ndarray
 
 
+def _retraction(name):
+    """The retraction called ``name``, or a ValueError listing the valid ones."""
+    if not isinstance(name, str) or name not in _RETRACTIONS:
+        options = ", ".join(repr(k) for k in _RETRACTIONS)
+        raise ValueError(f"retraction must be one of {options}; got {name!r}.")
+    return _RETRACTIONS[name]
+
+
+def _start(cost_and_grad, V0):
+    """Checked objective and the start: ``(objective, V, cost, egrad, grad, grad_norm)``."""
+    objective = _Objective(cost_and_grad, V0.shape)
+    V = V0.copy()
+    cost, egrad = objective(V, "at V0")
+    grad = _proj(V, egrad)
+    return objective, V, cost, egrad, grad, np.sqrt(_inner(grad, grad))
+
+
 def _result(V, cost, grad_norm, gtol, n_iter, message, objective, costs, grad_norms):
     """The :class:`StiefelResult` of a finished run; converged when ``grad_norm <= gtol``."""
     return StiefelResult(
@@ -425,18 +442,10 @@ def minimize_lbfgs(
     armijo = check_number(
         armijo, "armijo", numbers.Real, minimum=0, maximum=1, include_boundaries="neither"
     )
-    if not isinstance(retraction, str) or retraction not in _RETRACTIONS:
-        options = ", ".join(repr(k) for k in _RETRACTIONS)
-        raise ValueError(f"retraction must be one of {options}; got {retraction!r}.")
+    retract = _retraction(retraction)
     if callback is not None and not callable(callback):
         raise ValueError(f"callback must be callable or None, got {callback!r}.")
-    retract = _RETRACTIONS[retraction]
-    objective = _Objective(cost_and_grad, V.shape)
-
-    V = V.copy()
-    cost, egrad = objective(V, "at V0")
-    grad = _proj(V, egrad)
-    grad_norm = np.sqrt(_inner(grad, grad))
+    objective, V, cost, _, grad, grad_norm = _start(cost_and_grad, V)
     costs, grad_norms = [cost], [grad_norm]
     pairs = []  # (s, y, rho) tangent at the current iterate, oldest first
     gamma = None  # initial inverse-Hessian scaling from the newest pair
@@ -630,18 +639,10 @@ def minimize_trust_region(
     gtol = check_number(gtol, "gtol", numbers.Real, minimum=0)
     dim = p * d - d * (d + 1) // 2
     max_inner = dim if max_inner is None else check_number(max_inner, "max_inner", minimum=1)
-    if not isinstance(retraction, str) or retraction not in _RETRACTIONS:
-        options = ", ".join(repr(k) for k in _RETRACTIONS)
-        raise ValueError(f"retraction must be one of {options}; got {retraction!r}.")
+    retract = _retraction(retraction)
     if not callable(hess_vec):
         raise ValueError(f"hess_vec must be callable, got {hess_vec!r}.")
-    retract = _RETRACTIONS[retraction]
-    objective = _Objective(cost_and_grad, V.shape)
-
-    V = V.copy()
-    cost, egrad = objective(V, "at V0")
-    grad = _proj(V, egrad)
-    grad_norm = np.sqrt(_inner(grad, grad))
+    objective, V, cost, egrad, grad, grad_norm = _start(cost_and_grad, V)
     costs, grad_norms = [cost], [grad_norm]
     max_radius = np.pi / 2 * np.sqrt(d)  # a quarter turn of every column
     radius = max_radius / 8
