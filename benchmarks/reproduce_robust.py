@@ -34,12 +34,16 @@ import warnings
 import numpy as np
 from sklearn.decomposition import PCA
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.preprocessing import StandardScaler
 
 from fairpca.experiments import vu2022
-from fairpca.experiments.reproduce import vu2022_errors
+from fairpca.experiments.reproduce import (
+    VU2022_ALPHAS,
+    VU2022_LAMS,
+    vu2022_errors,
+    vu2022_selection,
+)
 from fairpca.metrics import reconstruction_error_gap
-from fairpca.robust import RobustFairPCA, robust_fair_pca_cv
+from fairpca.robust import RobustFairPCA
 
 # RFPCA rows of the paper: (ABDiff, ARE).
 TABLE1_OUT_OF_SAMPLE = {
@@ -54,8 +58,6 @@ TABLE3_IN_SAMPLE = {
     "ecoli": (0.5678, 1.4804),
     "wine_quality": (0.1125, 4.1491),
 }
-ALPHAS = (0.05, 0.1, 0.15)
-LAMS = (0.0, 0.5, 1.0, 1.5, 2.0, 2.5)
 QUICK_ALPHAS = (0.05, 0.15)
 QUICK_LAMS = (0.0, 0.5, 1.5, 2.5)
 
@@ -63,19 +65,9 @@ QUICK_LAMS = (0.0, 0.5, 1.5, 2.5)
 def run_split(dataset, split, alphas, lams):
     data = vu2022(dataset, split=split)
     start = time.perf_counter()
+    best = vu2022_selection(data, split, alphas=alphas, lams=lams)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        search = robust_fair_pca_cv(
-            data.X_train,
-            data.s_train,
-            n_components=3,
-            alphas=alphas,
-            lams=lams,
-            preprocessor=StandardScaler(),
-            center="group",
-            random_state=split,
-        )
-        best = {key.split("__")[-1]: value for key, value in search.best_params_.items()}
         est = RobustFairPCA(n_components=3, random_state=split, **best)
         est.fit(data.X_train, sensitive_features=data.s_train)
         seconds = time.perf_counter() - start
@@ -108,7 +100,7 @@ def main():
     parser.add_argument("--datasets", nargs="+", default=list(TABLE1_OUT_OF_SAMPLE))
     args = parser.parse_args()
     n_splits = args.splits or (2 if args.quick else 10)
-    alphas, lams = (QUICK_ALPHAS, QUICK_LAMS) if args.quick else (ALPHAS, LAMS)
+    alphas, lams = (QUICK_ALPHAS, QUICK_LAMS) if args.quick else (VU2022_ALPHAS, VU2022_LAMS)
     splits = range(args.first_split, args.first_split + n_splits)
     print(
         f"Vu et al. (2022) protocol, d = 3, splits {splits.start}-{splits.stop - 1}, "

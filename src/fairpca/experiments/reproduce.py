@@ -50,6 +50,7 @@ __all__ = [
     "run",
     "summarise",
     "to_markdown",
+    "vu2022_selection",
     "vu2022_errors",
     "write_report",
 ]
@@ -373,6 +374,54 @@ def vu2022_errors(X, s, components, X_train, s_train):
     return max(errors) - min(errors), are
 
 
+#: Vu et al.'s grid for RFPCA (section 5).
+VU2022_ALPHAS = (0.05, 0.1, 0.15)
+VU2022_LAMS = (0.0, 0.5, 1.0, 1.5, 2.0, 2.5)
+
+
+def vu2022_selection(data, split, *, alphas=VU2022_ALPHAS, lams=VU2022_LAMS):
+    """``alpha`` and ``lam`` of :class:`~fairpca.RobustFairPCA` chosen as Vu et al. (2022) do.
+
+    3-fold cross-validation on the training rows of ``data`` over the grid,
+    each training fold standardised with its own statistics, smallest mean
+    validation ARE + ABDiff (groups centred on their own mean), d = 3
+    (:func:`fairpca.robust.robust_fair_pca_cv`); folds and random starts are
+    seeded by ``split``.
+
+    Parameters
+    ----------
+    data : Split
+        A split of :func:`fairpca.experiments.vu2022`.
+    split : int
+        Its index (the seed).
+    alphas, lams : sequence of float
+        The grid; default the paper's.
+
+    Returns
+    -------
+    params : dict
+        ``{"alpha": ..., "lam": ...}``.
+    """
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.preprocessing import StandardScaler
+
+    from fairpca.robust import robust_fair_pca_cv
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        search = robust_fair_pca_cv(
+            data.X_train,
+            data.s_train,
+            n_components=3,
+            alphas=alphas,
+            lams=lams,
+            preprocessor=StandardScaler(),
+            center="group",
+            random_state=split,
+        )
+    return {key.split("__")[-1]: value for key, value in search.best_params_.items()}
+
+
 def _vu_job(dataset, split, quick, data_home, unavailable):
     from sklearn.decomposition import PCA
 
@@ -382,26 +431,7 @@ def _vu_job(dataset, split, quick, data_home, unavailable):
     models = [("PCA", "", PCA(n_components=3))]
     robust = _estimator("RobustFairPCA", n_components=3, random_state=split)
     if robust is not None and not quick:
-        from sklearn.preprocessing import StandardScaler
-
-        from fairpca.robust import robust_fair_pca_cv
-
-        with warnings.catch_warnings():
-            from sklearn.exceptions import ConvergenceWarning
-
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            search = robust_fair_pca_cv(
-                data.X_train,
-                data.s_train,
-                n_components=3,
-                alphas=(0.05, 0.1, 0.15),
-                lams=(0.0, 0.5, 1.0, 1.5, 2.0, 2.5),
-                preprocessor=StandardScaler(),
-                center="group",
-                random_state=split,
-            )
-        best = {key.split("__")[-1]: value for key, value in search.best_params_.items()}
-        robust.set_params(**best)
+        robust.set_params(**vu2022_selection(data, split))
     models.append(("RobustFairPCA", "cv", robust))
     models.append(("MinMaxLossFairPCA", "", _estimator("MinMaxLossFairPCA", n_components=3)))
     records = []
