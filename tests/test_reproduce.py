@@ -286,6 +286,37 @@ def test_missing_methods_are_shown_not_available(monkeypatch):
     assert re.search(r"\| ConvexFairPCA .*\| not available \|", result.output)
 
 
+def test_parallel_units_give_the_serial_records(quick_run, tmp_path):
+    _, _, _, serial = quick_run("vu2022-table1")
+    out = tmp_path / "parallel"
+    result = CliRunner().invoke(
+        cli, ["reproduce", "vu2022-table1", "--quick", "--jobs", "2", "--output", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    parallel = pd.read_csv(out / "vu2022-table1-details.csv", keep_default_na=False)
+    pd.testing.assert_frame_equal(parallel, serial)
+    result = CliRunner().invoke(cli, ["reproduce", "vu2022-table1", "--quick", "--jobs", "0"])
+    assert result.exit_code == 2 and "--jobs must be a positive number or -1" in result.output
+
+
+def _unit(number, missing):
+    if number % 2:
+        missing[f"method {number}"] = "not installed"
+    return [{"unit": number}]
+
+
+def test_execute_keeps_plan_order_and_what_workers_found_missing():
+    from functools import partial
+
+    missing = {}
+    jobs = [(f"unit {i}", partial(_unit, i, missing)) for i in range(5)]
+    units = list(rep.execute(jobs, missing, n_jobs=2))
+    assert [label for label, _ in units] == [f"unit {i}" for i in range(5)]
+    assert [records for _, records in units] == [[{"unit": i}] for i in range(5)]
+    # Filled in the worker processes, seen by the caller.
+    assert missing == {"method 1": "not installed", "method 3": "not installed"}
+
+
 def test_bad_target_output_and_missing_data(tmp_path):
     runner = CliRunner()
     result = runner.invoke(cli, ["reproduce", "lee2023-table9"])

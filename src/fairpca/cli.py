@@ -512,7 +512,15 @@ def _print_and_write(
     type=click.Path(file_okay=False, path_type=Path),
     help="Folder of the data files [default: $FAIRPCA_DATA, else ~/scikit_learn_data/fairpca].",
 )
-def reproduce(target, list_targets, quick, output, force, data_home):
+@click.option(
+    "--jobs",
+    "n_jobs",
+    type=int,
+    default=1,
+    show_default=True,
+    help="Units of work run at once in separate processes (-1: one per core).",
+)
+def reproduce(target, list_targets, quick, output, force, data_home, n_jobs):
     """Re-run a paper's experiment and print our numbers next to the paper's.
 
     Each cell is marked within / outside the paper's spread (mean ± one SD);
@@ -535,6 +543,8 @@ def reproduce(target, list_targets, quick, output, force, data_home):
         )
     if output is not None and output.exists() and not force:
         raise click.UsageError(f"{output} exists; pass --force to write into it.")
+    if n_jobs == 0 or n_jobs < -1:
+        raise click.UsageError(f"--jobs must be a positive number or -1, got {n_jobs}.")
     info = rep.TARGETS[target]
     jobs, unavailable = rep.plan(target, quick=quick, data_home=data_home)
     if not quick:
@@ -545,16 +555,19 @@ def reproduce(target, list_targets, quick, output, force, data_home):
         )
     records = []
     start = time.perf_counter()
+    units = rep.execute(jobs, unavailable, n_jobs)
     try:
         if sys.stderr.isatty():
-            with click.progressbar(jobs, label=target, file=sys.stderr, show_pos=True) as bar:
-                for _, job in bar:
-                    records += job()
+            with click.progressbar(
+                units, length=len(jobs), label=target, file=sys.stderr, show_pos=True
+            ) as bar:
+                for _, unit_records in bar:
+                    records += unit_records
         else:
             # click draws no bar into a file or pipe: one line per unit of work
             # shows that a long run is moving.
-            for i, (label, job) in enumerate(jobs, start=1):
-                records += job()
+            for i, (label, unit_records) in enumerate(units, start=1):
+                records += unit_records
                 elapsed = time.perf_counter() - start
                 click.echo(f"[{i}/{len(jobs)}] {label} done ({elapsed:.0f} s)", err=True)
     except ImportError as exc:

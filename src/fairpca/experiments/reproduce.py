@@ -44,6 +44,7 @@ import numpy as np
 __all__ = [
     "TARGETS",
     "Reproduction",
+    "execute",
     "lee2022_downstream",
     "plan",
     "reference",
@@ -997,7 +998,49 @@ def plan(target, *, quick=False, data_home=None):
     return _JOBS[target](quick, data_home, unavailable), unavailable
 
 
-def run(target, *, quick=False, data_home=None, progress=None):
+def execute(jobs, unavailable, n_jobs=1):
+    """Run the units of work of :func:`plan`, yielding their records in plan order.
+
+    Parameters
+    ----------
+    jobs : list of (str, callable)
+        The first value :func:`plan` returns.
+    unavailable : dict
+        The second value :func:`plan` returns; updated with what the units
+        found missing, also when they ran in other processes.
+    n_jobs : int, default=1
+        Processes running units at once (joblib's convention: -1 for one per
+        core). Each unit seeds itself, so the records do not depend on it.
+        joblib gives each worker ``cores // n_jobs`` BLAS threads.
+
+    Yields
+    ------
+    label : str
+        The unit's label.
+    records : list of dict
+        Its measurement records.
+    """
+    if n_jobs == 1:
+        for label, job in jobs:
+            yield label, job()
+        return
+    from joblib import Parallel, delayed
+
+    # Each task pickles the job together with ``unavailable`` (the dict its
+    # closure fills), so the worker fills the copy it then sends back.
+    results = Parallel(n_jobs=n_jobs, return_as="generator")(
+        delayed(_run_unit)(job, unavailable) for _, job in jobs
+    )
+    for (label, _), (records, missing) in zip(jobs, results, strict=True):
+        unavailable.update(missing)
+        yield label, records
+
+
+def _run_unit(job, unavailable):
+    return job(), dict(unavailable)
+
+
+def run(target, *, quick=False, data_home=None, progress=None, n_jobs=1):
     """Run one target and compare with the paper.
 
     Parameters
@@ -1010,6 +1053,8 @@ def run(target, *, quick=False, data_home=None, progress=None):
         Folder of the data files (default: ``$FAIRPCA_DATA``).
     progress : callable, default=None
         Called as ``progress(label)`` after each unit of work.
+    n_jobs : int, default=1
+        Processes running units of work at once (see :func:`execute`).
 
     Returns
     -------
@@ -1018,8 +1063,8 @@ def run(target, *, quick=False, data_home=None, progress=None):
     start = time.perf_counter()
     jobs, unavailable = plan(target, quick=quick, data_home=data_home)
     records = []
-    for label, job in jobs:
-        records += job()
+    for label, unit_records in execute(jobs, unavailable, n_jobs):
+        records += unit_records
         if progress is not None:
             progress(label)
     return summarise(target, records, unavailable, quick=quick, seconds=time.perf_counter() - start)
