@@ -133,9 +133,25 @@ def test_lee_numbers_are_recomputed_independently(quick_run):
         gap = demographic_parity_difference(data.y_test, predicted, sensitive_features=data.s_test)
         row = details.query("method == 'PCA' and metric == 'ΔDP' and split == @split")
         assert row["value"].item() == pytest.approx(gap, abs=1e-9)
-    assert set(details["metric"]) == {"%VAR", "%ACC", "MMD2", "ΔDP"}
+    assert set(details["metric"]) == {"%VAR", "%ACC", "MMD2", "ΔDP", "converged"}
     marked = table[table["metric"].isin(["%ACC", "ΔDP"])]
     assert len(marked) == 6 and set(marked["status"]) <= {"within", "outside"}
+    # "converged" is recorded for the fair methods only and has no paper value; for
+    # MbF-PCA it says whether the training rows' MMD² met tau, recomputed here.
+    converged = details[details["metric"] == "converged"]
+    assert set(converged["method"]) == {"ConvexFairPCA", "MMDFairPCA"}
+    assert set(converged["value"]) <= {0.0, 1.0}
+    assert set(table.loc[table["metric"] == "converged", "status"]) == {"no paper value"}
+    data = lee2022("compas", split=0)
+    est = fairpca.MMDFairPCA(n_components=2, tau=1e-3, random_state=0)
+    est.fit(data.X_train, sensitive_features=data.s_train)
+    Z = (data.X_train - data.X_train.mean(0)) @ est.components_.T
+    gamma = 0.5 / est.bandwidth_**2
+    K = np.exp(-gamma * ((Z[:, None, :] - Z[None, :, :]) ** 2).sum(-1))
+    a, b = data.s_train == data.s_train[0], data.s_train != data.s_train[0]
+    train_mmd2 = K[a][:, a].mean() + K[b][:, b].mean() - 2 * K[a][:, b].mean()
+    row = converged.query("method == 'MMDFairPCA' and split == 0")
+    assert row["value"].item() == float(train_mmd2 <= 1e-3 * (1 + 1e-9))
 
 
 def _rbf_mmd2(Z, s):

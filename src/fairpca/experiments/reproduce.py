@@ -317,6 +317,11 @@ def _lee_job(dataset, split, d, settings, data_home, unavailable):
         records.append(_record(dataset, method, label, d, split, "%ACC", accuracy))
         records.append(_record(dataset, method, label, d, split, "MMD2", mmd))
         records.append(_record(dataset, method, label, d, split, "ΔDP", delta_dp))
+        if hasattr(est, "converged_"):
+            # 1 or 0; its mean over splits is the share of fits that met their stopping
+            # rule (MbF-PCA: MMD² <= tau on the training rows), so a cell can be read
+            # knowing whether its fits converged.
+            records.append(_record(dataset, method, label, d, split, "converged", est.converged_))
     return records
 
 
