@@ -12,11 +12,14 @@ from fairpca.experiments import lee2022
 from fairpca.metrics import explained_variance_ratio, mmd2
 from fairpca.mmd import (
     _CachedObjective,
+    _exact_hess_vec,
+    _exact_hessian,
     _kernel_group_sums,
     _Penalty,
     _qmc_frequencies,
     _Stratum,
     _subsample,
+    _weighted_kernel,
 )
 from fairpca.stiefel import random_point, retract_qr, subspace_distance, tangent_projection
 
@@ -117,6 +120,37 @@ def test_exact_hessian_product_matches_finite_differences_of_the_gradient(three_
     W = random_point(6, 3, random_state=7)
     fd = (penalty(W + 1e-5 * Xi1)[2] - penalty(W - 1e-5 * Xi1)[2]) / 2e-5
     np.testing.assert_allclose(penalty.hess_vec(W, Xi1), fd, rtol=0, atol=1e-8)
+
+
+def test_dense_hessian_equals_the_hessian_products(three_groups):
+    # The (p d, p d) matrix against its products with every basis matrix, for a stratum
+    # of three groups (pair weights of both signs) and d = 1, 3.
+    X, codes = three_groups
+    stratum = _stratum(X, codes, "all rows")
+    for d, seed in ((1, 3), (3, 4)):
+        V = random_point(X.shape[1], d, random_state=seed)
+        Z, Kw = _weighted_kernel(V, stratum, 0.4)
+        dense = _exact_hessian(Z, Kw, stratum, 0.4)
+        assert np.allclose(dense, dense.T, atol=1e-12)
+        columns = []
+        for k in range(V.size):
+            E = np.zeros(V.size)
+            E[k] = 1.0
+            columns.append(_exact_hess_vec(Z, Kw, stratum, 0.4, E.reshape(V.shape)).ravel())
+        np.testing.assert_allclose(dense, np.column_stack(columns), rtol=0, atol=1e-12)
+
+    # Penalty.hess_vec switches to the matrix after a few products at one point, with
+    # the same values (the finite-difference check above covers the products).
+    penalty = _Penalty([stratum], 1.1, "exact")
+    V = random_point(X.shape[1], 2, random_state=8)
+    Xis = np.random.default_rng(9).standard_normal((40, *V.shape))
+    values = [penalty.hess_vec(V, Xi) for Xi in Xis]
+    assert penalty._kernels[2] is not None
+    Z, Kw = _weighted_kernel(V, stratum, penalty.gamma)
+    for Xi, value in zip(Xis, values, strict=True):
+        np.testing.assert_allclose(
+            value, _exact_hess_vec(Z, Kw, stratum, penalty.gamma, Xi), rtol=0, atol=1e-12
+        )
 
 
 def test_random_features_in_blocks_equal_one_block(three_groups, monkeypatch):

@@ -263,6 +263,60 @@ def _exact_hess_vec(Z, Kw, stratum, gamma, Xi):
     return -4.0 * gamma * (stratum.X.T @ dG)
 
 
+def _exact_hessian(Z, Kw, stratum, gamma):
+    """The Euclidean Hessian of the stratum's penalty as a ``(p d, p d)`` matrix.
+
+    Entry ``((a, b), (c, e))`` (row-major ``vec`` of ``p x d`` matrices) of the
+    operator in :func:`_exact_hess_vec` is, with ``dx = x_i - x_j``,
+    ``dz = z_i - z_j`` and sums over all ordered pairs,
+
+    ``-2 gamma sum_ij Kw_ij dx_a dx_c (delta_be - 2 gamma dz_b dz_e)``.
+
+    The first part is ``L (x) I`` with the Laplacian form
+    ``L = sum_ij Kw_ij dx dx^T = 2 X^T (diag(Kw 1) - Kw) X``. For the second,
+    ``dx (x) dz = Y_i + Y_j - P_ij - P_ji`` with ``Y_i = x_i (x) z_i`` and
+    ``P_ij = x_i (x) z_j``; expanding the outer product and using the symmetry
+    of ``Kw`` leaves six families of sums, each a product of ``m``-row
+    matrices (``Y^T Kw Y`` and its index transpose, ``sum_i r_i Y_i Y_i^T``,
+    ``sum_i x_i x_i^T (x) (Kw (z (x) z))_i`` and two ``Y^T``-products), so the
+    matrix costs ``O(m² (p d + d²) + m p² d²)``: the price of a few dozen
+    products, after which every product is a ``(p d)²`` matrix-vector one.
+    """
+    X = stratum.X
+    m, p = X.shape
+    d = Z.shape[1]
+    r = Kw.sum(axis=1)
+    KX = Kw @ X
+    laplacian = 2.0 * (X.T @ (X * r[:, None]) - X.T @ KX)
+    Y = (X[:, :, None] * Z[:, None, :]).reshape(m, p * d)
+    YKY = Y.T @ (Kw @ Y)
+    Q = Kw @ (Z[:, :, None] * Z[:, None, :]).reshape(m, d * d)
+    XQ = (X.T @ (X[:, :, None] * Q[:, None, :]).reshape(m, p * d * d)).reshape(p, p, d, d)
+    KZ = Kw @ Z
+    B = Y.T @ ((X[:, :, None] * KZ[:, None, :]) + (KX[:, :, None] * Z[:, None, :])).reshape(
+        m, p * d
+    )
+    swapped = YKY.reshape(p, d, p, d).transpose(0, 3, 2, 1).reshape(p * d, p * d)
+    second = (
+        2.0 * ((Y * r[:, None]).T @ Y + YKY + XQ.transpose(0, 2, 1, 3).reshape(p * d, p * d))
+        + swapped
+        + swapped.T
+        - 2.0 * (B + B.T)
+    )
+    first = np.einsum("ac,be->abce", laplacian, np.eye(d)).reshape(p * d, p * d)
+    return -2.0 * gamma * first + 4.0 * gamma**2 * second
+
+
+def _products_per_dense_hessian(m, p, d):
+    """How many :func:`_exact_hess_vec` calls cost as much as one :func:`_exact_hessian`.
+
+    Flop counts: the matrix ``m² (p + p d + d²) + 4 m (p d)²``, a product
+    ``m² (6 d + 5)`` (within a factor 2-4 of timings at m = 336-1727,
+    p = 11-341, d = 2-10, one thread).
+    """
+    return (m * m * (p + p * d + d * d) + 4.0 * m * (p * d) ** 2) / (m * m * (6 * d + 5))
+
+
 # --------------------------------------------------------------------------
 # Random Fourier features
 # --------------------------------------------------------------------------
@@ -353,22 +407,41 @@ class _Penalty:
         self.gamma = 0.5 / bandwidth**2
         self.method = method
         self.frequencies = frequencies
-        self._kernels = (None, None)  # (key of V, [(Z, Kw) per stratum])
+        # (key of V, [(Z, Kw) per stratum], dense Hessian or None, products at V)
+        self._kernels = (None, None, None, 0)
 
     def hess_vec(self, V, Xi):
         """Euclidean Hessian of the penalty at ``V`` applied to ``Xi``, shape (p, d).
 
         Exact (cached weighted kernel matrices, reused by every product at the
-        same ``V``) when each stratum has at most ``_HESS_CACHE_ROWS`` rows and
-        ``method="exact"``; otherwise a central difference of the gradient.
+        same ``V``, and the whole ``(p d, p d)`` matrix when that is cheaper
+        than a few dozen products) when each stratum has at most
+        ``_HESS_CACHE_ROWS`` rows and ``method="exact"``; otherwise a central
+        difference of the gradient.
         """
         if self.method == "exact" and all(st.X.shape[0] <= _HESS_CACHE_ROWS for st in self.strata):
             key = V.tobytes()
             if self._kernels[0] != key:
-                self._kernels = (key, [_weighted_kernel(V, st, self.gamma) for st in self.strata])
+                kernels = [_weighted_kernel(V, st, self.gamma) for st in self.strata]
+                self._kernels = (key, kernels, None, 0)
+            _, kernels, dense, n_products = self._kernels
+            if dense is not None:
+                return (dense @ Xi.ravel()).reshape(V.shape)
             out = np.zeros_like(V)
-            for st, (Z, Kw) in zip(self.strata, self._kernels[1], strict=True):
+            for st, (Z, Kw) in zip(self.strata, kernels, strict=True):
                 out += _exact_hess_vec(Z, Kw, st, self.gamma, Xi)
+            # A trust-region step takes from a few to over a hundred products at one
+            # point (30-130 measured at the rho of a tight tau). Forming the matrix
+            # once the products spent there cost as much (rent, then buy) is never
+            # more than twice the better of the two choices made in hindsight.
+            n_products += 1
+            worth = max(_products_per_dense_hessian(st.X.shape[0], *V.shape) for st in self.strata)
+            if n_products >= worth:
+                dense = sum(
+                    _exact_hessian(Z, Kw, st, self.gamma)
+                    for st, (Z, Kw) in zip(self.strata, kernels, strict=True)
+                )
+            self._kernels = (key, kernels, dense, n_products)
             return out
         norm = np.linalg.norm(Xi)
         if norm == 0.0:
