@@ -530,9 +530,9 @@ def test_equal_opportunity_needs_a_binary_y():
 
 
 # --------------------------------------------------------------------------
-# Real data: Lee et al. (2022), Table 1, d = 2, tau = 1e-3 (full run:
-# benchmarks/reproduce_mmd.py). One split must fall within two standard
-# deviations of the paper's mean over ten splits.
+# Real data: Lee et al. (2022), Table 1, d = 2, tau = 1e-3, the paper's ten
+# splits (the same cells as `fairpca reproduce lee2022-table1`). The mean
+# over the splits must be within the paper's mean ± SD.
 # --------------------------------------------------------------------------
 
 
@@ -540,15 +540,18 @@ def test_equal_opportunity_needs_a_binary_y():
     ("dataset", "var", "var_sd", "mmd", "mmd_sd"),
     [("german_credit", 10.17, 0.57, 0.018, 0.014), ("compas", 33.95, 5.01, 0.005, 0.002)],
 )
-def test_lee2022_table1_one_split(dataset, var, var_sd, mmd, mmd_sd):
-    data = lee2022(dataset, split=0)
-    est = MMDFairPCA(n_components=2, tau=1e-3, random_state=0)
-    est.fit(data.X_train, sensitive_features=data.s_train)
-    assert est.converged_ and est.constraint_value_ <= 1e-3
-    test_var = 100 * explained_variance_ratio(data.X_test, est)
-    test_mmd = mmd2(data.X_test, data.s_test, est, bandwidth=est.bandwidth_)
-    assert abs(test_var - var) <= 2 * var_sd
-    assert abs(test_mmd - mmd) <= 2 * mmd_sd
+def test_lee2022_table1_mean_over_ten_splits(dataset, var, var_sd, mmd, mmd_sd):
+    test_var, test_mmd = [], []
+    for split in range(10):
+        data = lee2022(dataset, split=split)
+        est = MMDFairPCA(n_components=2, tau=1e-3, random_state=split)
+        est.fit(data.X_train, sensitive_features=data.s_train)
+        assert est.converged_ and est.constraint_value_ <= 1e-3
+        test_var.append(100 * explained_variance_ratio(data.X_test, est))
+        # The bandwidth of the evaluation: the median heuristic on the training rows.
+        test_mmd.append(mmd2(data.X_test, data.s_test, est, bandwidth=est.bandwidth_))
+    assert abs(np.mean(test_var) - var) <= var_sd
+    assert abs(np.mean(test_mmd) - mmd) <= mmd_sd
 
 
 def test_reduction_to_the_row_space_gives_the_unreduced_solution(monkeypatch):

@@ -303,8 +303,7 @@ def _exact_hessian(Z, Kw, stratum, gamma):
         + swapped.T
         - 2.0 * (B + B.T)
     )
-    first = np.einsum("ac,be->abce", laplacian, np.eye(d)).reshape(p * d, p * d)
-    return -2.0 * gamma * first + 4.0 * gamma**2 * second
+    return -2.0 * gamma * np.kron(laplacian, np.eye(d)) + 4.0 * gamma**2 * second
 
 
 def _products_per_dense_hessian(m, p, d):
