@@ -315,6 +315,18 @@ def test_parallel_units_give_the_serial_records(quick_run, tmp_path):
     assert result.exit_code == 2 and "--jobs must be a positive number or -1" in result.output
 
 
+def test_full_run_states_its_duration_for_the_processes_used(monkeypatch):
+    # Two trivial units stand in for the target's plan: the message scales the
+    # one-process duration by the processes that will run.
+    monkeypatch.setattr(rep, "plan", lambda *a, **k: ([("a", list), ("b", list)], {}))
+    minutes = rep.TARGETS["kamani-figures"].full_minutes
+    for n_jobs, text in (("1", f"{minutes:.3g} min with 1 process "), ("2", "processes")):
+        result = CliRunner().invoke(cli, ["reproduce", "kamani-figures", "--jobs", n_jobs])
+        assert result.exit_code == 0, result.output
+        assert text in result.output
+    assert f"about {minutes / 2:.3g} min with 2 processes" in result.output
+
+
 def _unit(number, missing):
     if number % 2:
         missing[f"method {number}"] = "not installed"

@@ -548,9 +548,13 @@ def reproduce(target, list_targets, quick, output, force, data_home, n_jobs):
     info = rep.TARGETS[target]
     jobs, unavailable = rep.plan(target, quick=quick, data_home=data_home)
     if not quick:
+        from joblib import effective_n_jobs
+
+        # full_minutes was measured in one process; units are independent.
+        workers = min(effective_n_jobs(n_jobs), len(jobs))
         click.echo(
-            f"{target}: full run, expected to take about {info.full_minutes:g} min "
-            "(use --quick for a short one)",
+            f"{target}: full run, expected to take about {info.full_minutes / workers:.3g} min "
+            f"with {workers} process{'es' if workers > 1 else ''} (use --quick for a short one)",
             err=True,
         )
     records = []

@@ -64,7 +64,7 @@ _KEYS = ["dataset", "method", "setting", "d", "metric"]
 class _Target:
     title: str
     citation: str
-    full_minutes: float  # measured duration of the full run on a shared 2-core machine
+    full_minutes: float  # measured duration of the full run in one process, shared 2-core machine
     quick_description: str
     full_description: str
 
