@@ -310,10 +310,15 @@ def _products_per_dense_hessian(m, p, d):
     """How many :func:`_exact_hess_vec` calls cost as much as one :func:`_exact_hessian`.
 
     Flop counts: the matrix ``m² (p + p d + d²) + 4 m (p d)²``, a product
-    ``m² (6 d + 5)`` (within a factor 2-4 of timings at m = 336-1727,
-    p = 11-341, d = 2-10, one thread).
+    ``m² (6 d + 5)``. A product streams the ``m x m`` matrix ``Kw`` several
+    times; beyond ``_TILE_ROWS`` rows (8 MiB) it no longer stays in cache and
+    each of its flops costs about 4 times more than the dense matrix's
+    (timed on one thread: ratio 26 / 40 at m = 336 / 700 as counted; 14, 5 and
+    0.6 at m = 1582 (p = 97, d = 10 and 2) and 1727 (p = 11, d = 2), where the
+    counts say 55, 23 and 2.2).
     """
-    return (m * m * (p + p * d + d * d) + 4.0 * m * (p * d) ** 2) / (m * m * (6 * d + 5))
+    ratio = (m * m * (p + p * d + d * d) + 4.0 * m * (p * d) ** 2) / (m * m * (6 * d + 5))
+    return ratio / 4.0 if m > _TILE_ROWS else ratio
 
 
 # --------------------------------------------------------------------------
