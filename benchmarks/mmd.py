@@ -21,6 +21,14 @@ generates its own data, so that its peak resident size (``ru_maxrss``) and
 the ``tracemalloc`` peak during ``fit`` (numpy reports its buffers to
 tracemalloc) belong to that fit alone. Printed: the input array's size, the
 traced peak beyond it, and the process's peak RSS before and after ``fit``.
+Then the same fit on Dask input, n = 1e7 (1e6 with ``--quick``), 20 features:
+``benchmarks/run.py``'s lazily generated data (two groups, 30/70, blocks of
+32 MiB made from a seed on demand, so the rows never exist all at once), the
+local threaded scheduler, in a fresh subprocess. Printed: the fit's time, the
+time of one moment pass alone (``GroupMoments.from_dask``, the floor of any
+Dask fit: the fit makes that pass, reads the labels and gathers its subsample
+in a second pass over the blocks), the size the rows would take in memory, and
+the process's peak RSS before and after ``fit``.
 
 Timings are wall-clock on whatever else the machine is running; ratios to PCA
 are measured in the same run (PCA: best of 5 fits with the default BLAS
@@ -30,11 +38,12 @@ Usage::
 
     python benchmarks/mmd.py            # full grid (long: the tight-tau fits take minutes)
     python benchmarks/mmd.py --quick    # p in {20, 100, 1000}, tau in {1e-1, 1e-3, 1e-5}, n <= 1e5
-    python benchmarks/mmd.py --part 3   # only the memory measurement (n = 1e5 and 1e6)
+    python benchmarks/mmd.py --part 3   # only the memory measurements (n = 1e5, 1e6; Dask 1e7)
 """
 
 import argparse
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -147,6 +156,7 @@ def part2(ns):
 
 
 N_MEMORY = [10**5, 10**6]
+N_DASK_MEMORY, N_DASK_MEMORY_QUICK = 10**7, 10**6
 
 
 def memory_child(n):
@@ -172,7 +182,39 @@ def memory_child(n):
     print(json.dumps(record))
 
 
-def part3(ns):
+def dask_memory_child(n):
+    """Fit once on Dask input generated block by block; print time and memory as JSON."""
+    import dask
+
+    # benchmarks/run.py, next to this script (its directory is sys.path[0]).
+    from run import _dask_data
+
+    from fairpca import GroupMoments
+
+    p = 20
+    X, s = _dask_data(n, p, seed=0)
+    with dask.config.set(scheduler="threads"):
+        rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        est = MMDFairPCA(n_components=2, tau=1e-3, mmd="rff", random_state=0)
+        seconds = timed_fit(est, X, s)
+        rss_after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        start = time.perf_counter()
+        GroupMoments.from_dask(X, s)
+        pass_seconds = time.perf_counter() - start
+    record = {
+        "n": n,
+        "seconds": seconds,
+        "pass_seconds": pass_seconds,
+        "rows_mib": n * p * 8 / 2**20,
+        "rss_before_mib": rss_before / 1024,
+        "rss_after_mib": rss_after / 1024,
+        "converged": est.converged_,
+        "mmd2": est.constraint_value_,
+    }
+    print(json.dumps(record))
+
+
+def part3(ns, n_dask):
     print("\nPart 3: peak memory, make_gaussian_groups(n, 20 features), d = 2, mmd='rff'")
     print(
         f"{'n':>9} {'seconds':>8} {'input MiB':>10} {'fit peak MiB':>13} {'x input':>8} "
@@ -193,6 +235,28 @@ def part3(ns):
             flush=True,
         )
     print("(fit peak: tracemalloc peak during fit, beyond the input array; target n = 1e6 < 60 s)")
+    print(
+        f"\nDask input: benchmarks/run.py's lazy blocks, n = {n_dask:.0e}, 20 features, d = 2, "
+        f"mmd='rff', threaded scheduler, OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', '-')}"
+    )
+    print(
+        f"{'n':>9} {'seconds':>8} {'1 pass s':>9} {'rows MiB':>9} {'RSS before':>11} "
+        f"{'RSS after':>10} {'conv':>5} {'MMD²':>9}"
+    )
+    out = subprocess.run(
+        [sys.executable, __file__, "--dask-memory-child", str(n_dask)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    r = json.loads(out.stdout.strip().splitlines()[-1])
+    print(
+        f"{n_dask:9d} {r['seconds']:8.2f} {r['pass_seconds']:9.2f} {r['rows_mib']:9.1f} "
+        f"{r['rss_before_mib']:11.1f} {r['rss_after_mib']:10.1f} {str(r['converged']):>5} "
+        f"{r['mmd2']:9.2e}",
+        flush=True,
+    )
+    print("(RSS: peak resident size of the process; target: far below the rows' size, < 1 GiB)")
 
 
 def main():
@@ -200,16 +264,23 @@ def main():
     parser.add_argument("--quick", action="store_true", help="small grid, n up to 1e5")
     parser.add_argument("--part", type=int, choices=(1, 2, 3), help="run only this part")
     parser.add_argument("--memory-child", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--dask-memory-child", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.memory_child is not None:
         memory_child(args.memory_child)
+        return
+    if args.dask_memory_child is not None:
+        dask_memory_child(args.dask_memory_child)
         return
     if args.part in (None, 1):
         part1(P_QUICK if args.quick else P_FULL, TAU_QUICK if args.quick else TAU_FULL)
     if args.part in (None, 2):
         part2(N_QUICK if args.quick else N_FULL)
     if args.part in (None, 3):
-        part3(N_MEMORY[:1] if args.quick else N_MEMORY)
+        part3(
+            N_MEMORY[:1] if args.quick else N_MEMORY,
+            N_DASK_MEMORY_QUICK if args.quick else N_DASK_MEMORY,
+        )
 
 
 if __name__ == "__main__":

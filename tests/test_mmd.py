@@ -582,3 +582,209 @@ def test_reduction_to_the_row_space_gives_the_unreduced_solution(monkeypatch):
     np.testing.assert_allclose(
         mmd2(X, codes, reduced, bandwidth=reduced.bandwidth_), reduced.constraint_value_, rtol=1e-8
     )
+
+
+# --------------------------------------------------------------------------
+# Dask input and the row subsample: the fit reads at most max_samples rows for
+# MMD² (plus 2000 for the bandwidth); the rest comes from the group moments.
+# --------------------------------------------------------------------------
+
+
+def _old_selection(codes, mask, fraction, rng):
+    """The selection before rows were chosen by index: sort the stratum's rows by
+    group (stable), then draw sorted positions within each group in turn, keeping
+    ``fraction`` of each group (at least 2 rows; all rows if ``fraction`` is None)."""
+    rows = np.flatnonzero(mask)[np.argsort(codes[mask], kind="stable")]
+    counts = np.bincount(codes[mask])
+    if fraction is None:
+        return rows
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    picked = []
+    for start, n in zip(starts, counts, strict=True):
+        m = int(min(n, max(2, np.floor(fraction * n))))
+        picked.append(start + np.sort(rng.choice(n, size=m, replace=False)))
+    return rows[np.concatenate(picked)]
+
+
+def _fit_seeds(random_state):
+    """The five seeds a fit draws from its random_state (bandwidth, subsample, ...)."""
+    return np.random.RandomState(random_state).randint(np.iinfo(np.int32).max, size=5)
+
+
+@pytest.mark.parametrize("max_samples", [None, 10**4, 500, 37])
+def test_rows_chosen_by_index_equal_the_old_sorted_subsample(max_samples):
+    rng = np.random.default_rng(5)
+    codes = rng.choice(3, size=2000, p=[0.6, 0.3, 0.1])
+    y = rng.integers(0, 2, size=2000)
+    est = MMDFairPCA(fairness="EOD", max_samples=max_samples)
+    selected = est._select_rows(codes, np.arange(3), y, np.random.RandomState(11))
+    # EOD: the y = 1 rows first, then the y = 0 rows, drawing from one generator.
+    # The fraction is the same for both classes: max_samples over all 2000 rows.
+    fraction = None if max_samples is None or 2000 <= max_samples else max_samples / 2000
+    reference_rng = np.random.RandomState(11)
+    expected = [_old_selection(codes, y == c, fraction, reference_rng) for c in (1, 0)]
+    assert [name for name, _, _ in selected] == ["y=1", "y=0"]
+    for (_, rows, counts), want in zip(selected, expected, strict=True):
+        np.testing.assert_array_equal(rows, want)
+        np.testing.assert_array_equal(counts, np.bincount(codes[rows], minlength=3))
+    if max_samples is not None and max_samples < 2000:
+        total = sum(len(rows) for _, rows, _ in selected)
+        assert total <= max_samples + 2 * 3 * 2  # floor, and at least 2 per group and class
+
+
+def test_in_memory_fit_copies_only_the_subsample():
+    # Beyond the input: the base class's centred copy of X, vectors of length n (group
+    # codes, n x d scores) and the subsample (400 rows). A copy of the rows sorted by
+    # group, or of Xc**2, would add another X. (A given bandwidth leaves out the median
+    # heuristic's pairwise distances: 2000 rows, 16 MiB whatever n.)
+    import tracemalloc
+
+    n = 200_000
+    X, s = make_gaussian_groups(n_samples=n, n_features=10, random_state=0)
+    est = MMDFairPCA(n_components=2, tau=1e-2, max_samples=400, bandwidth=1.0, random_state=0)
+    tracemalloc.start()
+    try:
+        est.fit(X, sensitive_features=s)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < X.nbytes + 6 * 8 * n  # 1.6 X here
+    assert est.converged_ and est.constraint_value_ <= 1e-2
+
+
+def test_bandwidth_is_the_median_heuristic_on_all_rows():
+    from fairpca.metrics import mmd_bandwidth
+
+    X, s = make_gaussian_groups(n_samples=2600, n_features=5, random_state=1)
+    est = MMDFairPCA(n_components=2, tau=0.5, random_state=4).fit(X, sensitive_features=s)
+    # The same 2000-row subsample of all rows (seeded as the fit seeds it), PCA of all rows.
+    expected = mmd_bandwidth(X, 2, random_state=_fit_seeds(4)[0])
+    np.testing.assert_allclose(est.bandwidth_, expected, rtol=1e-12)
+
+
+@pytest.fixture
+def da():
+    """``dask.array``, with the local threaded scheduler for the test."""
+    import dask
+    import dask.array
+
+    with dask.config.set(scheduler="threads"):
+        yield dask.array
+
+
+def _assert_same_solution(got, ref):
+    assert subspace_distance(got.components_.T, ref.components_.T) < 1e-8
+    np.testing.assert_allclose(got.constraint_value_, ref.constraint_value_, rtol=1e-8)
+    np.testing.assert_allclose(got.bandwidth_, ref.bandwidth_, rtol=1e-12)
+    np.testing.assert_allclose(got.mean_, ref.mean_, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(
+        got.explained_variance_ratio_, ref.explained_variance_ratio_, rtol=1e-8
+    )
+    assert got.n_iter_ == ref.n_iter_ and got.converged_ == ref.converged_
+    assert got.mmd_method_ == ref.mmd_method_
+    np.testing.assert_array_equal(got.groups_, ref.groups_)
+
+
+@pytest.mark.parametrize("container", ["array", "dataframe"])
+def test_dask_fit_equals_in_memory_fit_on_every_row(container, da):
+    X, codes = make_gaussian_groups(n_samples=1500, n_features=6, random_state=2)
+    s = np.array(["north", "south"])[codes]  # string labels: object blocks in Dask
+    params = dict(n_components=2, tau=1e-3, random_state=1)  # max_samples=20000 > n
+    ref = MMDFairPCA(**params).fit(X, sensitive_features=s)
+    assert ref.n_iter_ > 0 and ref.converged_  # PCA was not fair: REPMS ran
+    if container == "array":
+        Xd, sd = da.from_array(X, chunks=(400, 6)), da.from_array(s, chunks=400)
+    else:
+        import dask.dataframe as dd
+        import pandas as pd
+
+        frame = pd.DataFrame(X, columns=[f"x{j}" for j in range(6)]).assign(group=s)
+        ddf = dd.from_pandas(frame, npartitions=4)
+        Xd, sd = ddf[[f"x{j}" for j in range(6)]], ddf["group"]
+    est = MMDFairPCA(**params).fit(Xd, sensitive_features=sd)
+    _assert_same_solution(est, ref)
+    # The certificate is the exact MMD² of all rows.
+    np.testing.assert_allclose(
+        est.constraint_value_, mmd2(X, s, est, bandwidth=est.bandwidth_), rtol=1e-9
+    )
+    if container == "dataframe":
+        np.testing.assert_array_equal(est.feature_names_in_, [f"x{j}" for j in range(6)])
+
+
+@pytest.mark.parametrize(
+    ("params", "chunk_rows"),
+    [
+        pytest.param(dict(mmd="exact"), 700, id="DP-exact"),
+        pytest.param(dict(fairness="EOD", mmd="exact"), 700, id="EOD-dask-y"),
+        # Random features are evaluated in single precision: the last-bit differences
+        # of a mean merged over blocks flip roundings there, and the final sub-solves,
+        # which stop on line-search failures at that noise level, then end 1e-4 apart
+        # (measured: 7 blocks, subspace distance 8e-5, same MMD² to 5e-5). One block
+        # gives the in-memory moments bit for bit, so the test can ask for equality.
+        pytest.param(dict(mmd="rff", n_random_features=64), 3000, id="DP-rff-one-block"),
+    ],
+)
+def test_dask_fit_picks_the_same_subsample_as_in_memory(params, chunk_rows, da, monkeypatch):
+    from fairpca import mmd as mmd_module
+
+    rng = np.random.default_rng(0)
+    X, s = make_gaussian_groups(n_samples=3000, n_features=6, random_state=2)
+    y = (rng.random(3000) < 0.4).astype(int)
+    est_params = dict(n_components=2, tau=1e-3, max_samples=500, random_state=1, **params)
+    ref = MMDFairPCA(**est_params).fit(X, y, sensitive_features=s)
+    gathered = []
+    original = mmd_module._gather_rows
+    monkeypatch.setattr(
+        mmd_module,
+        "_gather_rows",
+        lambda X, bounds, rows: gathered.append(len(rows)) or original(X, bounds, rows),
+    )
+    Xd, sd = da.from_array(X, chunks=(chunk_rows, 6)), da.from_array(s, chunks=chunk_rows)
+    yd = da.from_array(y, chunks=1000)  # y's blocks need not match X's
+    est = MMDFairPCA(**est_params).fit(Xd, yd, sensitive_features=sd)
+    _assert_same_solution(est, ref)
+    # One read, of the subsample and the bandwidth rows only.
+    assert len(gathered) == 1 and gathered[0] <= 500 + 2 * 2 * 2 + 2000
+    # The rows are those of the old in-memory selection: the certificate is their exact MMD².
+    seeds = _fit_seeds(1)
+    draws = np.random.RandomState(seeds[1])
+    if params.get("fairness") == "EOD":
+        strata = [_old_selection(s, y == c, 500 / 3000, draws) for c in (1, 0)]
+    else:
+        strata = [_old_selection(s, np.ones(3000, bool), 500 / 3000, draws)]
+    if params["mmd"] == "rff":  # certified on at most 20000 of those rows: all 500 here
+        assert est.mmd_method_ == "rff"
+    largest = max(mmd2(X[rows], s[rows], est, bandwidth=est.bandwidth_) for rows in strata)
+    np.testing.assert_allclose(est.constraint_value_, largest, rtol=1e-9)
+    assert est.converged_ and est.constraint_value_ <= 1e-3
+
+
+def test_dask_input_errors_come_before_the_pass(da, monkeypatch):
+    from fairpca import GroupMoments
+
+    X, s = make_gaussian_groups(n_samples=600, n_features=4, random_state=0)
+    Xd = da.from_array(X, chunks=(200, 4))
+
+    def no_pass(*args, **kwargs):
+        raise AssertionError("the moment pass ran")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(GroupMoments, "from_dask", no_pass)
+        with pytest.raises(ValueError, match=r"max_samples=None .* load all of the Dask input"):
+            MMDFairPCA(max_samples=None).fit(Xd, sensitive_features=s)
+        with pytest.raises(ValueError, match="pass the binary target"):
+            MMDFairPCA(fairness="EOP").fit(Xd, sensitive_features=s)
+    with pytest.raises(ValueError, match=r"y must be 1-D with one entry per row of X \(600\)"):
+        MMDFairPCA(fairness="EOP").fit(Xd, np.arange(599) % 2, sensitive_features=s)
+    with pytest.raises(ValueError, match="binary y"):
+        MMDFairPCA(fairness="EOD").fit(Xd, np.arange(600) % 3, sensitive_features=s)
+
+
+def test_dask_fit_without_groups_is_pca(da):
+    X, _ = make_gaussian_groups(n_samples=600, n_features=4, random_state=0)
+    with pytest.warns(UserWarning, match="without sensitive_features"):
+        # max_samples=None is fine here: a group-blind fit reads no rows.
+        est = MMDFairPCA(n_components=2, max_samples=None).fit(da.from_array(X, chunks=150))
+    pca = PCA(n_components=2).fit(X)
+    assert subspace_distance(est.components_.T, pca.components_.T) < 1e-10
+    assert not hasattr(est, "constraint_value_")

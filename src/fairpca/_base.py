@@ -8,7 +8,9 @@ components, and the scikit-learn transformer plumbing (``transform``,
 
 Methods that need only the per-group moments (class attribute
 ``_moments_only = True``) also fit on Dask collections, with one distributed
-pass over the rows, and accept streamed chunks through ``partial_fit``.
+pass over the rows, and accept streamed chunks through ``partial_fit``. A method
+that needs a bounded sample of rows besides the moments fits on Dask input by
+overriding ``_fit_components_dask``.
 """
 
 import functools
@@ -55,6 +57,22 @@ def _single_group_moments(X):
 
 def _supports_moments_only(estimator):
     return type(estimator)._moments_only
+
+
+def _supports_dask(estimator):
+    """Moment-only methods, and those that gather their rows in ``_fit_components_dask``."""
+    cls = type(estimator)
+    return cls._moments_only or cls._fit_components_dask is not FairPCABase._fit_components_dask
+
+
+def _check_target(y, n_samples):
+    """``y`` as a 1-D array with one entry per row."""
+    y = check_array(y, ensure_2d=False, dtype=None, input_name="y")
+    if y.ndim != 1 or y.shape[0] != n_samples:
+        raise ValueError(
+            f"y must be 1-D with one entry per row of X ({n_samples}), got shape {y.shape}."
+        )
+    return y
 
 
 class FairPCABase(
@@ -127,7 +145,9 @@ class FairPCABase(
         ----------
         X : ndarray of shape (n_samples, n_features) or None
             Training data centred on the pooled mean; None for methods with
-            ``_moments_only = True`` fitted on Dask input or by ``partial_fit``.
+            ``_moments_only = True`` fitted on Dask input or by ``partial_fit``
+            (a method that needs rows on Dask input gets them through
+            :meth:`_fit_components_dask` instead).
         codes : ndarray of shape (n_samples,) or None
             Integer group code of each row, in ``range(moments.n_groups)``
             (None when ``X`` is).
@@ -143,6 +163,31 @@ class FairPCABase(
         scales : ndarray of shape (r,) or None
             Component weights in (0, 1]; ``None`` means all ones.
         """
+
+    def _fit_components_dask(self, X, labels, y, moments):
+        """Solve a grouped fit on Dask input, after the moment pass over it.
+
+        The default, for ``_moments_only`` methods, reads ``moments`` alone. A
+        method that needs some rows too overrides it to gather a bounded number
+        of them; overriding it is what makes the method accept Dask input.
+
+        Parameters
+        ----------
+        X : dask.array.Array of shape (n_samples, n_features)
+            Training data (not centred), whole rows per block.
+        labels : dask.array.Array of shape (n_samples,)
+            Group labels, in blocks that line up with those of ``X``.
+        y : array-like, Dask collection or None
+            The target as passed to ``fit``.
+        moments : GroupMoments
+            Group moments of ``X``.
+
+        Returns
+        -------
+        components, scales
+            As from :meth:`_fit_components`.
+        """
+        return self._fit_components(None, None, moments, None)
 
     # ------------------------------------------------------------ validation
     def _validate_X(self, X, *, reset, ensure_all_finite=True):
@@ -167,9 +212,10 @@ class FairPCABase(
         ----------
         X : array-like, dask.array.Array or Dask DataFrame of shape (n_samples, n_features)
             Training data; NaN, infinities and non-numeric columns are rejected.
-            Dask collections are accepted by the covariance-based methods only:
-            their group moments are computed in one pass on the current Dask
-            scheduler, and only the small p x p problem is solved locally.
+            Dask collections are accepted by the covariance-based methods and
+            by MMDFairPCA: their group moments are computed in one pass on the
+            current Dask scheduler, and only the small p x p problem (with
+            MMDFairPCA, and a bounded subsample of rows) is solved locally.
         y : array-like of shape (n_samples,), default=None
             Target. Used only by methods whose fairness notion depends on it;
             ignored otherwise.
@@ -189,7 +235,7 @@ class FairPCABase(
         for name in [k for k in vars(self) if k.endswith("_") and not k.startswith("_")]:
             delattr(self, name)
         if _is_dask_collection(X) or _is_dask_collection(sensitive_features):
-            return self._fit_dask(X, sensitive_features)
+            return self._fit_dask(X, y, sensitive_features)
         # The moment pass, which precedes any other use of X, rejects NaN and
         # infinities itself: no separate scan of X.
         X = self._validate_X(X, reset=True, ensure_all_finite=False)
@@ -209,11 +255,7 @@ class FairPCABase(
             sensitive_features, n_samples, min_groups=2, min_group_size=self._min_group_size
         )
         if y is not None:
-            y = check_array(y, ensure_2d=False, dtype=None, input_name="y")
-            if y.ndim != 1 or y.shape[0] != n_samples:
-                raise ValueError(
-                    f"y must be 1-D with one entry per row of X ({n_samples}), got shape {y.shape}."
-                )
+            y = _check_target(y, n_samples)
         moments = GroupMoments._from_codes(X, codes, groups)
         if self._moments_only:
             # Same route as Dask input and partial_fit: no centred copy of X.
@@ -228,10 +270,10 @@ class FairPCABase(
         return self
 
     # ------------------------------------------------------------ moments route
-    def _fit_dask(self, X, sensitive_features):
+    def _fit_dask(self, X, y, sensitive_features):
         """Fit from the group moments of Dask collections, computed in one pass."""
         name = type(self).__name__
-        if not self._moments_only:
+        if not _supports_dask(self):
             raise TypeError(
                 f"{name} needs the rows of X, not only their group moments, so it does not "
                 "accept Dask collections; compute them into memory first (X.compute()) or "
@@ -265,17 +307,24 @@ class FairPCABase(
             _check_n_groups(moments.groups)
             _check_group_sizes(moments.groups, moments.counts, self._min_group_size)
         self._grouped_moments = grouped
-        self._fit_moments(moments, d, grouped)
+        self._fit_moments(moments, d, grouped, dask_input=(X, labels, y))
         return self
 
-    def _fit_moments(self, moments, d, grouped):
-        """Solve from ``moments`` alone and set every fitted attribute."""
+    def _fit_moments(self, moments, d, grouped, dask_input=None):
+        """Solve from ``moments`` and set every fitted attribute.
+
+        ``dask_input`` is ``(X, labels, y)`` of a fit on Dask collections, passed
+        on to :meth:`_fit_components_dask`; otherwise only ``moments`` is read.
+        """
         self.mean_ = moments.pooled_mean
         # Scatter of all rows around the pooled mean: sum_a n_a M_a.
         scatter = np.einsum("a,aij->ij", moments.counts, moments.second_moment("pooled"))
         if grouped:
             self.groups_, self.group_counts_ = moments.groups, moments.counts
-            components, scales = self._fit_components(None, None, moments, None)
+            if dask_input is None:
+                components, scales = self._fit_components(None, None, moments, None)
+            else:
+                components, scales = self._fit_components_dask(*dask_input, moments)
         else:
             self.groups_ = self.group_counts_ = None
             components, scales = _top_eigenvectors(scatter, d), None
@@ -373,7 +422,7 @@ class FairPCABase(
             scores = (Xc @ components.T) * np.sqrt(scales)
             n = max(Xc.shape[0] - 1, 1)
             variance = (scores**2).sum(axis=0) / n
-            total = (Xc**2).sum() / n
+            total = np.einsum("ij,ij->", Xc, Xc) / n  # without a squared copy of Xc
         else:
             n = max(n_samples - 1, 1)
             variance = scales * np.einsum("rp,pq,rq->r", components, scatter, components) / n

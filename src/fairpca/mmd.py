@@ -41,9 +41,9 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from threadpoolctl import threadpool_limits
 
-from fairpca._base import FairPCABase
-from fairpca._validation import _plain, check_number
-from fairpca.metrics import mmd_bandwidth
+from fairpca._base import FairPCABase, _check_target
+from fairpca._validation import _plain, check_number, check_sensitive_features
+from fairpca.metrics import _bandwidth_rows, _median_bandwidth
 from fairpca.stiefel import minimize_lbfgs, minimize_trust_region, random_point
 
 __all__ = ["MMDFairPCA"]
@@ -473,14 +473,15 @@ class _CachedObjective:
     """``Q(V) = f(V) + rho * penalty(V)`` for the sub-solvers.
 
     ``f(V) = -tr(V^T Sigma V) / tr(Sigma)`` with ``Sigma = X^T X / n``; when
-    ``n < p``, ``Sigma V = X^T (X V) / n`` is cheaper than the ``p x p`` product.
+    ``n < p``, ``Sigma V = X^T (X V) / n`` is cheaper than the ``p x p`` product
+    (``X`` may be None: then ``Sigma`` is used).
     The last few evaluations are kept so that the penalty at an accepted
     iterate is never recomputed.
     """
 
     def __init__(self, X, sigma, penalty):
         total = np.trace(sigma)
-        if X.shape[0] < X.shape[1]:
+        if X is not None and X.shape[0] < X.shape[1]:
             self._factor = X / np.sqrt(X.shape[0] * total)
             self._sigma = None
         else:
@@ -586,6 +587,29 @@ class MMDFairPCA(FairPCABase):
     all (its trust region collapses at rounding level) while ``rho`` would
     stay the same, the loop stops there (converged if ``h <= tau``).
 
+    Dask input. ``fit`` also accepts a ``dask.array`` or Dask DataFrame ``X``
+    (labels and ``y`` as Dask or NumPy arrays), of any length: the fit needs
+    only the covariance, which one distributed pass computes from the group
+    moments (as for the covariance-based methods), and the rows it reads in
+    memory anyway: the ``max_samples`` subsample of the MMD² terms and the
+    2000 rows of the median bandwidth. The labels (and ``y`` for ``"EOP"``
+    and ``"EOD"``) are then loaded, n entries each, the subsample is drawn
+    from the group sizes alone, and a second pass reads just those rows.
+    Memory is therefore independent of n apart from n-length vectors: the
+    labels, their 8-byte group codes and, while the subsample is drawn, the
+    8-byte row indices of one group. The rows drawn are those of the
+    in-memory fit with the same ``random_state``, so the two fits agree up to
+    rounding (tested: subspace distance below 1e-8 in exact mode; with
+    ``mmd="rff"`` the single-precision features can magnify last-bit
+    differences of the merged moments to about 1e-4). Measured
+    (``benchmarks/mmd.py --part 3``): n = 1e7 rows of 20 features (1.5 GiB in
+    float64) generated block by block, d = 2, ``mmd="rff"``, threaded
+    scheduler: 31 s, of which one moment pass takes 3.7 s, and a peak
+    resident size of 574 MiB (207 MiB before ``fit``: interpreter and
+    libraries; the moment pass alone, in a separate process, peaked at
+    361 MiB), on a shared 2-core machine.
+    ``max_samples=None`` is refused on Dask input: it would load every row.
+
     Parameters
     ----------
     n_components : int, default=2
@@ -605,7 +629,8 @@ class MMDFairPCA(FairPCABase):
         RBF bandwidth ``sigma``. ``"median"``: the authors' rule
         ``sigma = sqrt(median_{i<j} ||V_PCA^T (x_i - x_j)||² / 2)`` over all
         training rows (:func:`fairpca.metrics.mmd_bandwidth`, pairs of a seeded
-        subsample of 2000 rows when there are more), computed once and stored
+        subsample of 2000 rows when there are more; computed from the
+        covariance and those rows only), computed once and stored
         in ``bandwidth_``; pass it to :func:`fairpca.metrics.mmd2` to evaluate
         on other data with the same kernel.
     mmd : {"auto", "exact", "rff"}, default="auto"
@@ -635,14 +660,17 @@ class MMDFairPCA(FairPCABase):
         ``kbar`` the mean kernel value within a group: about 1e-4 at 10000 rows
         per group, so a ``tau`` below that needs more rows.
 
-        Memory at large n: only the MMD² rows (at most ``max_samples``) enter
-        the kernel computations, and random features are formed in blocks of
-        1 MiB, so beyond a few tens of MiB the extra memory is a small multiple
-        of the input: a centred copy (base class) and the rows sorted by group.
-        Measured (``benchmarks/mmd.py --part 3``, 20 features, d = 2,
-        ``mmd="rff"``, peak traced during ``fit`` beyond the input array):
-        n = 1e5: 68 MiB (input 15 MiB), 9 s; n = 1e6: 346 MiB (2.3 x the
-        153 MiB input), 10 s, on a shared 2-core machine.
+        Memory at large n: the subsample's row indices are drawn first and
+        only those rows are copied, so beyond the input a fit holds one centred
+        copy of X (base class), vectors of length n (group codes, the n x d
+        projection that orders the components) and a part independent of n:
+        the subsample, the median heuristic's distances between 2000 rows
+        (16 MiB) and random features in blocks of 1 MiB. Measured
+        (``benchmarks/mmd.py --part 3``, 20 features, d = 2, ``mmd="rff"``,
+        peak traced during ``fit`` beyond the input array): n = 1e5: 39 MiB
+        (input 15 MiB), 10 s; n = 1e6: 193 MiB (1.26 x the 153 MiB input;
+        346 MiB when all rows were copied sorted by group), 9 s, on a shared
+        2-core machine. Dask input needs no copy of X (see above).
     init : {"pca", "random"}, default="pca"
         Starting point. ``"pca"``: the top ``d`` principal loadings.
         ``"random"``: the authors' code: the best of 11 random orthonormal
@@ -783,29 +811,43 @@ class MMDFairPCA(FairPCABase):
             check_number(self.max_samples, "max_samples", minimum=4)
         return tau
 
-    def _strata(self, X, codes, groups, y):
-        """Row sets whose groups must match, with the group size checks."""
+    def _require_target(self, y):
+        """Complain early when ``fairness`` needs a ``y`` that was not given."""
+        if self.fairness != "DP" and y is None:
+            raise ValueError(
+                f"fairness={self.fairness!r} compares groups within classes of y: "
+                "pass the binary target as fit(X, y, sensitive_features=...)."
+            )
+
+    def _class_masks(self, y):
+        """``(name, rows mask or None for all rows)`` of each family of constraints."""
         if self.fairness == "DP":
-            masks = [("all rows", np.ones(X.shape[0], dtype=bool))]
-        else:
-            if y is None:
-                raise ValueError(
-                    f"fairness={self.fairness!r} compares groups within classes of y: "
-                    "pass the binary target as fit(X, y, sensitive_features=...)."
-                )
-            classes = np.unique(y)
-            if classes.size != 2:
-                raise ValueError(
-                    f"fairness={self.fairness!r} needs a binary y (exactly two classes); "
-                    f"found {classes.size}: {classes[:10].tolist()}."
-                )
-            positive, negative = classes[1], classes[0]
-            masks = [(f"y={_plain(positive)!r}", y == positive)]
-            if self.fairness == "EOD":
-                masks.append((f"y={_plain(negative)!r}", y == negative))
-        strata = []
+            return [("all rows", None)]
+        self._require_target(y)
+        classes = np.unique(y)
+        if classes.size != 2:
+            raise ValueError(
+                f"fairness={self.fairness!r} needs a binary y (exactly two classes); "
+                f"found {classes.size}: {classes[:10].tolist()}."
+            )
+        positive, negative = classes[1], classes[0]
+        masks = [(f"y={_plain(positive)!r}", y == positive)]
+        if self.fairness == "EOD":
+            masks.append((f"y={_plain(negative)!r}", y == negative))
+        return masks
+
+    def _select_rows(self, codes, groups, y, rng):
+        """Which rows enter the MMD² terms, with the group size checks.
+
+        Returns, for each family of constraints, ``(name, rows, counts)``:
+        indices of its rows group by group (in each group in the order of ``X``),
+        at most ``max_samples`` rows in all (:func:`_subsample_positions`), and
+        the number kept of each group. Only these rows are ever copied.
+        """
+        masks = self._class_masks(y)
+        all_counts = []
         for name, mask in masks:
-            counts = np.bincount(codes[mask], minlength=len(groups))
+            counts = np.bincount(codes if mask is None else codes[mask], minlength=len(groups))
             small = [
                 f"{_plain(g)!r} ({c} rows)" for g, c in zip(groups, counts, strict=True) if c < 2
             ]
@@ -814,26 +856,97 @@ class MMDFairPCA(FairPCABase):
                     f"fairness={self.fairness!r}: every group needs at least 2 rows with "
                     f"{name}; too small: {', '.join(small)}."
                 )
-            # One fancy index, so one copy of the rows (X[mask][order] made two).
-            rows = np.flatnonzero(mask)[np.argsort(codes[mask], kind="stable")]
-            strata.append(_Stratum(X[rows], counts, groups, name))
-        return strata
+            all_counts.append(counts)
+        picks = _subsample_positions(all_counts, self.max_samples, rng)
+        selected = []
+        for i, ((name, mask), counts) in enumerate(zip(masks, all_counts, strict=True)):
+            rows = []
+            for a in range(len(groups)):
+                in_group = codes == a
+                members = np.flatnonzero(in_group if mask is None else in_group & mask)
+                rows.append(members if picks is None else members[picks[i][a]])
+            kept = counts if picks is None else np.array([len(pos) for pos in picks[i]])
+            selected.append((name, np.concatenate(rows), kept))
+        return selected
 
     # ------------------------------------------------------------------- fit
+    def _fit_dask(self, X, y, sensitive_features):
+        """Reject what the moment pass cannot fix before it runs, then fit."""
+        if sensitive_features is not None:
+            if self.max_samples is None:
+                raise ValueError(
+                    "max_samples=None asks for MMD² on every row, which would load all of the "
+                    "Dask input into memory; set max_samples (rows kept for MMD², default "
+                    "20000), or compute X into memory first (X.compute())."
+                )
+            self._require_target(y)
+        return super()._fit_dask(X, y, sensitive_features)
+
     def _fit_components(self, X, codes, moments, y):
+        # Called by fit, called by the user: stacklevel 4 from _fit_rows.
+        return self._fit_rows(lambda rows: [X[r] for r in rows], X, codes, moments, y, 4)
+
+    def _fit_components_dask(self, X, labels, y, moments):
+        """Gather the rows the fit reads (at most ``max_samples`` + 2000) from Dask input.
+
+        The labels (and ``y`` for ``"EOP"``/``"EOD"``) are brought into memory,
+        n entries each; the rows are then read in one computation.
+        """
+        import dask
+
+        if self.fairness == "DP":
+            y = None
+        label_blocks, y = dask.compute(list(labels.to_delayed().ravel()), y)
+        n_samples = moments.n_samples
+        _, codes = check_sensitive_features(np.concatenate(label_blocks), n_samples)
+        if y is not None:
+            y = _check_target(y, n_samples)
+        bounds = np.concatenate([[0], np.cumsum([len(block) for block in label_blocks])])
+
+        def read(rows):
+            # One computation for every requested set: each row is read once.
+            needed = np.unique(np.concatenate(rows))
+            block = _gather_rows(X, bounds, needed)
+            block -= moments.pooled_mean
+            return [block[np.searchsorted(needed, r)] for r in rows]
+
+        # Via FairPCABase._fit_moments, FairPCABase._fit_dask, _fit_dask and fit.
+        return self._fit_rows(read, None, codes, moments, y, 7)
+
+    def _fit_rows(self, read, X, codes, moments, y, stacklevel):
+        """Select the rows, read them with ``read`` and solve.
+
+        ``read`` maps a list of index arrays to the centred rows at those
+        indices; ``X`` is every centred row, or None on Dask input (then there
+        is no reduction to the row space when p > n, an exact shortcut only).
+        ``stacklevel`` points a ConvergenceWarning at the caller of ``fit``.
+        """
         tau = self._check_params()
-        strata = self._strata(X, codes, moments.groups, y)
+        rng = check_random_state(self.random_state)
+        seeds = rng.randint(np.iinfo(np.int32).max, size=5)
+        selected = self._select_rows(codes, moments.groups, y, np.random.RandomState(seeds[1]))
         sigma = moments.covariance()
         if not np.trace(sigma) > 0:
             raise ValueError(
                 "X has zero variance (every row is the same): all projected points are equal, "
                 "so neither the median bandwidth nor a fair projection is defined."
             )
+        wanted = [rows for _, rows, _ in selected]
+        median = isinstance(self.bandwidth, str)  # "median", checked by _check_params
+        if median:
+            # The rows mmd_bandwidth would pick with the same seed.
+            wanted.append(_bandwidth_rows(moments.n_samples, _BANDWIDTH_ROWS, seeds[0]))
+        taken = read(wanted)
+        strata = [
+            _Stratum(rows, counts, moments.groups, name)
+            for (name, _, counts), rows in zip(selected, taken[: len(selected)], strict=True)
+        ]
+        bandwidth_rows = taken[-1] if median else None
         # Every product here is small or skinny (p x p eigenproblems, n x d projections,
         # tiles x k(1 + d)): BLAS threads only add synchronisation cost to them, which
         # on a busy machine multiplied the time of a 1000 x 1000 eigh by 20.
         with threadpool_limits(limits=1, user_api="blas"):
-            V, stopped = self._solve(X, strata, sigma, tau)
+            V, stopped = self._solve(X, strata, bandwidth_rows, sigma, tau, seeds)
         self.converged_ = bool(stopped and self.constraint_value_ <= tau)
         self._log(
             f"finished after {self.n_iter_} outer iterations: exact MMD² "
@@ -849,19 +962,22 @@ class MMDFairPCA(FairPCABase):
                 f"MMDFairPCA did not converge in {self.n_iter_} outer iterations "
                 f"(max_iter={self.max_iter}): {reason}. Increase max_iter or tau.",
                 ConvergenceWarning,
-                stacklevel=4,
+                stacklevel=stacklevel,
             )
         return V.T, None
 
-    def _solve(self, X, strata, sigma, tau):
-        """Bandwidth, MMD² evaluator, start and REPMS; return ``(V, stopped)``."""
+    def _solve(self, X, strata, bandwidth_rows, sigma, tau, seeds):
+        """Bandwidth, MMD² evaluator, start and REPMS; return ``(V, stopped)``.
+
+        ``strata`` hold the (subsampled) rows of the MMD² terms, ``bandwidth_rows``
+        those of the median heuristic (None with a given bandwidth).
+        """
         d = self.n_components
         p = sigma.shape[0]
-        rng = check_random_state(self.random_state)
-        seeds = rng.randint(np.iinfo(np.int32).max, size=5)
-        if isinstance(self.bandwidth, str):
+        V_pca = eigh(sigma, subset_by_index=[p - d, p - 1])[1]
+        if bandwidth_rows is not None:
             try:
-                bandwidth = mmd_bandwidth(X, d, random_state=seeds[0])
+                bandwidth = _median_bandwidth(bandwidth_rows @ V_pca)
             except ValueError as exc:
                 raise ValueError(
                     "bandwidth='median' gives a zero bandwidth: the median pairwise distance "
@@ -873,8 +989,6 @@ class MMDFairPCA(FairPCABase):
         self.bandwidth_ = bandwidth
 
         fit_strata = strata
-        if self.max_samples is not None:
-            fit_strata = _subsample(strata, self.max_samples, np.random.RandomState(seeds[1]))
         method = self.mmd
         if method == "auto":
             n_rows = sum(st.X.shape[0] for st in fit_strata)
@@ -883,14 +997,14 @@ class MMDFairPCA(FairPCABase):
         frequencies = None
         if method == "rff":
             frequencies = _qmc_frequencies(d, self.n_random_features, bandwidth, seeds[2])
-        basis = _reduction_basis(X, d)
+        basis = None if X is None else _reduction_basis(X, d)
         if basis is not None:  # p > n: solve in the row space of X plus d slack directions
             X, sigma, p = X @ basis, basis.T @ sigma @ basis, basis.shape[1]
             fit_strata = [replace(st, X=st.X @ basis) for st in fit_strata]
+            V_pca = eigh(sigma, subset_by_index=[p - d, p - 1])[1]
         penalty = _Penalty(fit_strata, bandwidth, method, frequencies)
         objective = _CachedObjective(X, sigma, penalty)
 
-        V_pca = eigh(sigma, subset_by_index=[p - d, p - 1])[1]
         _, pen_pca, h_pca, _, _ = objective.terms(V_pca)
         if h_pca <= tau:
             V, self.n_iter_, stopped = V_pca, 0, True
@@ -1060,29 +1174,95 @@ def _qmc_frequencies(n_components, n_frequencies, bandwidth, seed):
     return norm.ppf(points).T / bandwidth
 
 
+def _subsample_positions(all_counts, max_rows, rng):
+    """A stratified random subsample of about ``max_rows`` rows in all.
+
+    Every group of every family keeps the same fraction of its rows (at least
+    2 of them); the draws depend only on the group sizes and ``rng``, so in-memory
+    and Dask fits pick the same rows.
+
+    Parameters
+    ----------
+    all_counts : list of ndarray of shape (k,)
+        Rows of each group, per family of constraints.
+    max_rows : int or None
+        Rows to keep in all; None keeps every row.
+    rng : RandomState
+
+    Returns
+    -------
+    positions : list of list of ndarray, or None
+        ``positions[i][a]``: sorted positions, among the rows of group ``a`` of
+        family ``i`` in their order, of the rows kept; None when every row is kept.
+    """
+    total = sum(int(counts.sum()) for counts in all_counts)
+    if max_rows is None or total <= max_rows:
+        return None
+    fraction = max_rows / total
+    positions = []
+    for counts in all_counts:
+        keep = np.minimum(counts, np.maximum(2, np.floor(fraction * counts))).astype(int)
+        positions.append(
+            [
+                np.sort(rng.choice(n, size=m, replace=False))
+                for n, m in zip(counts, keep, strict=True)
+            ]
+        )
+    return positions
+
+
 def _subsample(strata, max_rows, rng):
     """Keep about ``max_rows`` rows in all: the same random fraction of every group.
 
     Every group keeps at least 2 rows; strata are returned unchanged when they
     hold at most ``max_rows`` rows.
     """
-    total = sum(stratum.X.shape[0] for stratum in strata)
-    if total <= max_rows:
+    picks = _subsample_positions([stratum.counts for stratum in strata], max_rows, rng)
+    if picks is None:
         return strata
-    fraction = max_rows / total
     subsets = []
-    for stratum in strata:
-        keep = np.minimum(stratum.counts, np.maximum(2, np.floor(fraction * stratum.counts)))
-        keep = keep.astype(int)
-        starts = np.concatenate([[0], np.cumsum(stratum.counts)[:-1]])
+    for stratum, positions in zip(strata, picks, strict=True):
         rows = np.concatenate(
-            [
-                start + np.sort(rng.choice(n, size=m, replace=False))
-                for start, n, m in zip(starts, stratum.counts, keep, strict=True)
-            ]
+            [start + pos for start, pos in zip(stratum.starts, positions, strict=True)]
         )
-        subsets.append(_Stratum(stratum.X[rows], keep, stratum.groups, stratum.name))
+        kept = np.array([len(pos) for pos in positions])
+        subsets.append(_Stratum(stratum.X[rows], kept, stratum.groups, stratum.name))
     return subsets
+
+
+#: Rows of the median heuristic (the default of ``fairpca.metrics.mmd_bandwidth``).
+_BANDWIDTH_ROWS = 2000
+
+
+def _take_rows(block, local):
+    return np.asarray(block)[local]
+
+
+def _gather_rows(X, bounds, rows):
+    """Rows ``rows`` (sorted, distinct) of the Dask array ``X``, in one computation.
+
+    ``bounds`` are the first row of each block of ``X`` and the row count; they
+    come from the label blocks, since blocks from a Dask DataFrame have unknown
+    sizes and cannot be fancy-indexed. Only blocks holding wanted rows are read.
+
+    Returns
+    -------
+    rows : ndarray of shape (len(rows), n_features), float64
+    """
+    import dask
+
+    cuts = np.searchsorted(rows, bounds)
+    parts = [
+        dask.delayed(_take_rows)(block, rows[lo:hi] - first)
+        for block, first, lo, hi in zip(
+            X.to_delayed().ravel(), bounds[:-1], cuts[:-1], cuts[1:], strict=True
+        )
+        if hi > lo
+    ]
+    taken = dask.compute(*parts)
+    if not taken:
+        return np.empty((0, X.shape[1]))
+    return np.concatenate(taken).astype(np.float64, copy=False)
 
 
 def _history(records):
