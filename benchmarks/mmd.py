@@ -214,6 +214,14 @@ def dask_memory_child(n):
     print(json.dumps(record))
 
 
+def _child_record(flag, n):
+    """Run this script with ``flag n`` in a fresh process and return the JSON it prints."""
+    out = subprocess.run(
+        [sys.executable, __file__, flag, str(n)], capture_output=True, text=True, check=True
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def part3(ns, n_dask):
     print("\nPart 3: peak memory, make_gaussian_groups(n, 20 features), d = 2, mmd='rff'")
     print(
@@ -221,13 +229,7 @@ def part3(ns, n_dask):
         f"{'RSS before':>11} {'RSS after':>10} {'conv':>5}"
     )
     for n in ns:
-        out = subprocess.run(
-            [sys.executable, __file__, "--memory-child", str(n)],
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        r = json.loads(out.stdout.strip().splitlines()[-1])
+        r = _child_record("--memory-child", n)
         print(
             f"{n:9d} {r['seconds']:8.2f} {r['input_mib']:10.1f} {r['traced_peak_mib']:13.1f} "
             f"{r['traced_peak_mib'] / r['input_mib']:8.2f} {r['rss_before_mib']:11.1f} "
@@ -243,13 +245,7 @@ def part3(ns, n_dask):
         f"{'n':>9} {'seconds':>8} {'1 pass s':>9} {'rows MiB':>9} {'RSS before':>11} "
         f"{'RSS after':>10} {'conv':>5} {'MMD²':>9}"
     )
-    out = subprocess.run(
-        [sys.executable, __file__, "--dask-memory-child", str(n_dask)],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    r = json.loads(out.stdout.strip().splitlines()[-1])
+    r = _child_record("--dask-memory-child", n_dask)
     print(
         f"{n_dask:9d} {r['seconds']:8.2f} {r['pass_seconds']:9.2f} {r['rows_mib']:9.1f} "
         f"{r['rss_before_mib']:11.1f} {r['rss_after_mib']:10.1f} {str(r['converged']):>5} "
