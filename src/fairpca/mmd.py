@@ -293,15 +293,17 @@ def _exact_hessian(Z, Kw, stratum, gamma):
     Q = Kw @ (Z[:, :, None] * Z[:, None, :]).reshape(m, d * d)
     XQ = (X.T @ (X[:, :, None] * Q[:, None, :]).reshape(m, p * d * d)).reshape(p, p, d, d)
     KZ = Kw @ Z
-    B = Y.T @ ((X[:, :, None] * KZ[:, None, :]) + (KX[:, :, None] * Z[:, None, :])).reshape(
-        m, p * d
-    )
+    cross = ((X[:, :, None] * KZ[:, None, :]) + (KX[:, :, None] * Z[:, None, :])).reshape(m, p * d)
+    # sum_i r_i Y_i Y_i^T is symmetric, so it and the cross terms Y^T cross share one
+    # product: (A - 2 B) + (A - 2 B)^T = 2 A - 2 (B + B^T).
+    mixed = Y.T @ (Y * r[:, None] - 2.0 * cross)
     swapped = YKY.reshape(p, d, p, d).transpose(0, 3, 2, 1).reshape(p * d, p * d)
     second = (
-        2.0 * ((Y * r[:, None]).T @ Y + YKY + XQ.transpose(0, 2, 1, 3).reshape(p * d, p * d))
+        2.0 * (YKY + XQ.transpose(0, 2, 1, 3).reshape(p * d, p * d))
+        + mixed
+        + mixed.T
         + swapped
         + swapped.T
-        - 2.0 * (B + B.T)
     )
     return -2.0 * gamma * np.kron(laplacian, np.eye(d)) + 4.0 * gamma**2 * second
 
@@ -411,7 +413,7 @@ class _Penalty:
         self.gamma = 0.5 / bandwidth**2
         self.method = method
         self.frequencies = frequencies
-        # (key of V, [(Z, Kw) per stratum], dense Hessian or None, products at V)
+        # (key of V, [(Z, Kw) per stratum], dense Hessian or None, products before it pays)
         self._kernels = (None, None, None, 0)
 
     def hess_vec(self, V, Xi):
@@ -427,25 +429,25 @@ class _Penalty:
             key = V.tobytes()
             if self._kernels[0] != key:
                 kernels = [_weighted_kernel(V, st, self.gamma) for st in self.strata]
-                self._kernels = (key, kernels, None, 0)
-            _, kernels, dense, n_products = self._kernels
+                # A trust-region step takes from a few to over a hundred products at one
+                # point (30-130 measured at the rho of a tight tau). Forming the matrix
+                # once the products spent there cost as much (rent, then buy) is never
+                # more than twice the better of the two choices made in hindsight.
+                worth = [_products_per_dense_hessian(st.X.shape[0], *V.shape) for st in self.strata]
+                self._kernels = (key, kernels, None, max(worth))
+            _, kernels, dense, products_left = self._kernels
             if dense is not None:
                 return (dense @ Xi.ravel()).reshape(V.shape)
             out = np.zeros_like(V)
             for st, (Z, Kw) in zip(self.strata, kernels, strict=True):
                 out += _exact_hess_vec(Z, Kw, st, self.gamma, Xi)
-            # A trust-region step takes from a few to over a hundred products at one
-            # point (30-130 measured at the rho of a tight tau). Forming the matrix
-            # once the products spent there cost as much (rent, then buy) is never
-            # more than twice the better of the two choices made in hindsight.
-            n_products += 1
-            worth = max(_products_per_dense_hessian(st.X.shape[0], *V.shape) for st in self.strata)
-            if n_products >= worth:
+            products_left -= 1
+            if products_left <= 0:
                 dense = sum(
                     _exact_hessian(Z, Kw, st, self.gamma)
                     for st, (Z, Kw) in zip(self.strata, kernels, strict=True)
                 )
-            self._kernels = (key, kernels, dense, n_products)
+            self._kernels = (key, kernels, dense, products_left)
             return out
         norm = np.linalg.norm(Xi)
         if norm == 0.0:
