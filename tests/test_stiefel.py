@@ -529,3 +529,63 @@ def test_trust_region_nonlinear_cost_reaches_a_stationary_point(eigen_problem):
     assert np.linalg.norm(tangent_projection(res.point, egrad)) <= 1e-9
     with pytest.raises(ValueError, match="hess_vec must be callable"):
         minimize_trust_region(_trace_cost(A), None, V0)
+
+
+@pytest.mark.parametrize("theta", [1.0, 0.5])
+def test_truncated_cg_stops_at_the_forcing_residual(theta):
+    # Interior solves of an SPD model: the residual g + H eta must meet
+    # ||g|| min(||g||^theta, 0.1), and the looser exponent needs fewer products.
+    from fairpca.stiefel import _truncated_cg
+
+    rng = np.random.default_rng(31)
+    H = _psd_with_spectrum(np.logspace(0, 3, 12), 32)
+    grad = 1e-3 * rng.standard_normal((4, 3))
+    grad_norm = np.linalg.norm(grad)
+    counts = {}
+    for exponent in (1.0, theta):
+        calls = []
+
+        def hess(xi, calls=calls):
+            calls.append(1)
+            return (H @ xi.ravel()).reshape(xi.shape)
+
+        eta, H_eta, at_boundary = _truncated_cg(grad, grad_norm, hess, 1e6, 100, exponent)
+        assert not at_boundary
+        np.testing.assert_allclose(H_eta.ravel(), H @ eta.ravel(), rtol=1e-10, atol=1e-18)
+        residual = np.linalg.norm(grad + H_eta)
+        assert residual <= grad_norm * min(grad_norm**exponent, 0.1)
+        counts[exponent] = len(calls)
+    if theta < 1:
+        assert counts[theta] < counts[1.0]
+
+
+def test_trust_region_rejected_interior_step_is_not_tried_again():
+    # A cost with rounding-like noise (1e-8, deterministic in V) and an exact
+    # gradient: once the predicted decreases fall below the noise, steps are
+    # rejected whatever their length. Shrinking the radius by a factor only
+    # would solve the same model again and evaluate the same trial point (3
+    # times here); the radius must drop below the rejected step.
+    A = _psd_with_spectrum(np.linspace(1.0, 3.0, 8), 33)
+    R = np.random.default_rng(37).standard_normal((8, 2))
+    V0 = random_point(8, 2, random_state=34)
+    trials = []
+
+    def noisy_cost(V):
+        trials.append(V.copy())
+        noise = 1e-8 * np.sin(1e7 * np.sum(V * R))
+        return np.trace(V.T @ A @ V) + noise, 2.0 * A @ V
+
+    res = minimize_trust_region(
+        noisy_cost, lambda V, xi: 2.0 * A @ xi, V0, gtol=1e-12, max_iter=300
+    )
+    assert len(trials) > len(res.cost_history) + 1  # some trial steps were rejected
+    for previous, current in zip(trials[1:-1], trials[2:], strict=True):
+        assert not np.array_equal(previous, current)
+
+
+def test_trust_region_theta_is_validated():
+    A = _psd_with_spectrum(np.linspace(1.0, 3.0, 6), 35)
+    V0 = random_point(6, 2, random_state=36)
+    for bad in (0.0, 1.5, -1.0):
+        with pytest.raises(ValueError, match="theta"):
+            minimize_trust_region(_trace_cost(A), lambda V, xi: -2.0 * A @ xi, V0, theta=bad)

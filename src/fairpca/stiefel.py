@@ -570,6 +570,7 @@ def minimize_trust_region(
     max_iter=1000,
     gtol=1e-6,
     max_inner=None,
+    theta=1.0,
     retraction="qr",
     callback=None,
 ):
@@ -580,8 +581,8 @@ def minimize_trust_region(
     vectors with ``||eta|| <= Delta`` by the truncated conjugate-gradient
     method of Steihaug and Toint (stopped at the boundary, at negative
     curvature, or when the model residual is below
-    ``||grad|| min(||grad||, 0.1)``, which gives superlinear local
-    convergence), and accepts ``R_V(eta)`` when the actual decrease is at
+    ``||grad|| min(||grad||^theta, 0.1)``, which gives local convergence of
+    order ``1 + theta``), and accepts ``R_V(eta)`` when the actual decrease is at
     least a tenth of the predicted one; the radius is divided by 4 after a
     poor prediction (ratio < 1/4) and doubled after a good one (> 3/4) that
     reached the boundary (Absil, Baker & Gallivan, 2007; Absil, Mahony &
@@ -614,6 +615,12 @@ def minimize_trust_region(
     max_inner : int or None, default=None
         Maximum conjugate-gradient iterations per step; None: the dimension
         ``p d - d (d + 1) / 2`` of the manifold.
+    theta : float, default=1.0
+        Exponent of the conjugate-gradient stopping rule, in ``(0, 1]``:
+        1 (quadratic local convergence) solves each Newton system more
+        accurately; smaller values stop the inner iterations earlier, at
+        the price of more trust-region steps near the solution. Worth it
+        when the Hessian is badly conditioned and its products dominate.
     retraction : {"qr", "polar"}, default="qr"
         Retraction used for the steps.
     callback : callable or None, default=None
@@ -639,6 +646,9 @@ def minimize_trust_region(
     gtol = check_number(gtol, "gtol", numbers.Real, minimum=0)
     dim = p * d - d * (d + 1) // 2
     max_inner = dim if max_inner is None else check_number(max_inner, "max_inner", minimum=1)
+    theta = check_number(
+        theta, "theta", numbers.Real, minimum=0, maximum=1, include_boundaries="right"
+    )
     retract = _retraction(retraction)
     if not callable(hess_vec):
         raise ValueError(f"hess_vec must be callable, got {hess_vec!r}.")
@@ -659,7 +669,7 @@ def minimize_trust_region(
         def hess(xi, V=V, egrad=egrad):
             return _hessian(V, egrad, hess_vec(V, xi), xi)
 
-        eta, H_eta, at_boundary = _truncated_cg(grad, grad_norm, hess, radius, max_inner)
+        eta, H_eta, at_boundary = _truncated_cg(grad, grad_norm, hess, radius, max_inner, theta)
         V_new = retract(V, eta)
         cost_new, egrad_new = objective(V_new, f"at trust-region step {n_iter}")
         model_decrease = -(_inner(grad, eta) + 0.5 * _inner(eta, H_eta))
@@ -667,7 +677,8 @@ def minimize_trust_region(
         slack = max(1.0, abs(cost)) * _EPS * 1e3
         ratio = (cost - cost_new + slack) / (model_decrease + slack)
         if ratio < 0.25:
-            radius /= 4.0
+            # An interior step shorter than the radius would be found again: shrink below it.
+            radius = min(radius, np.sqrt(_inner(eta, eta))) / 4.0
         elif ratio > 0.75 and at_boundary:
             radius = min(2.0 * radius, max_radius)
         if ratio > 0.1 and model_decrease >= 0:
@@ -686,14 +697,14 @@ def minimize_trust_region(
     return _result(V, cost, grad_norm, gtol, n_iter, message, objective, costs, grad_norms)
 
 
-def _truncated_cg(grad, grad_norm, hess, radius, max_inner):
+def _truncated_cg(grad, grad_norm, hess, radius, max_inner, theta):
     """Steihaug-Toint CG on the trust-region model; return ``(eta, Hess[eta], at_boundary)``."""
     eta = np.zeros_like(grad)
     H_eta = np.zeros_like(grad)
     r = grad.copy()
     rr = grad_norm**2
     delta = -r
-    target = grad_norm * min(grad_norm, 0.1)
+    target = grad_norm * min(grad_norm**theta, 0.1)
     for _ in range(max_inner):
         H_delta = hess(delta)
         curvature = _inner(delta, H_delta)
