@@ -17,11 +17,18 @@ from fairpca.mmd import (
     _kernel_group_sums,
     _Penalty,
     _qmc_frequencies,
+    _riemannian_hessian_matrix,
     _Stratum,
     _subsample,
     _weighted_kernel,
 )
-from fairpca.stiefel import random_point, retract_qr, subspace_distance, tangent_projection
+from fairpca.stiefel import (
+    _hessian,
+    random_point,
+    retract_qr,
+    subspace_distance,
+    tangent_projection,
+)
 
 
 def _stratum(X, codes, name="all rows"):
@@ -151,6 +158,81 @@ def test_dense_hessian_equals_the_hessian_products(three_groups):
         np.testing.assert_allclose(
             value, _exact_hess_vec(Z, Kw, stratum, penalty.gamma, Xi), rtol=0, atol=1e-12
         )
+
+
+@pytest.mark.parametrize("n_rows", [130, 4])  # n > p (Sigma) and n < p (X^T X / n)
+def test_riemannian_hessian_matrix_and_preconditioner(three_groups, n_rows):
+    # The (p d, p d) matrix of the trust-region preconditioner must be the Riemannian
+    # Hessian that the solver applies matrix-free (stiefel._hessian of the objective's
+    # products) on tangent vectors, vanish on normal ones; the preconditioner built
+    # from it must map tangent vectors to tangent vectors and be symmetric positive
+    # definite there, and invert the Hessian where that is positive definite.
+    X, codes = three_groups
+    X, codes = X[:n_rows], codes[:n_rows] if n_rows > 4 else np.array([0, 0, 1, 1])
+    sigma = X.T @ X / len(X)
+    penalty = _Penalty([_stratum(X, codes)], 1.2, "exact")
+    objective = _CachedObjective(X, sigma, penalty)
+    objective.rho = 30.0
+    V = random_point(6, 2, random_state=11)
+    _, egrad = objective(V)
+    Z, Kw = _weighted_kernel(V, penalty.strata[0], penalty.gamma)
+    dense = _exact_hessian(Z, Kw, penalty.strata[0], penalty.gamma)
+    B, W = _riemannian_hessian_matrix(V, egrad, objective, dense)
+    rng = np.random.default_rng(12)
+    for _ in range(3):
+        xi = tangent_projection(V, rng.standard_normal(V.shape))
+        reference = _hessian(V, egrad, objective.hess_vec(V, xi), xi)
+        np.testing.assert_allclose((B @ xi.ravel()).reshape(V.shape), reference, atol=1e-10)
+    normal = V @ np.array([[1.0, 0.3], [0.3, -2.0]])  # V Omega, Omega symmetric
+    np.testing.assert_allclose(B @ normal.ravel(), 0.0, atol=1e-10)
+    np.testing.assert_allclose(W.T @ W, np.eye(3), atol=1e-12)
+
+    # Force the dense Hessian at V, then ask for the preconditioner at V and nearby.
+    for _ in range(200):
+        penalty.hess_vec(V, rng.standard_normal(V.shape))
+    assert penalty._kernels[2] is not None
+    for point in (V, retract_qr(V, 0.1 * tangent_projection(V, rng.standard_normal(V.shape)))):
+        apply = objective.preconditioner(point, objective(point)[1])
+        r1, r2 = (tangent_projection(point, rng.standard_normal(V.shape)) for _ in range(2))
+        z1, z2 = apply(r1), apply(r2)
+        np.testing.assert_allclose(z1, tangent_projection(point, z1), atol=1e-12)
+        assert np.sum(r1 * z1) > 0
+        assert np.sum(r1 * z2) == pytest.approx(np.sum(r2 * z1), rel=1e-9)
+    # At V, M = B + mu P on the tangent space for one mu >= 0 (0 if B is positive
+    # definite there, which it is not at this random point): M^{-1} (B xi + mu xi) = xi.
+    apply = objective.preconditioner(V, egrad)
+    xi1, xi2 = (tangent_projection(V, rng.standard_normal(V.shape)) for _ in range(2))
+    a1, b1 = apply((B @ xi1.ravel()).reshape(V.shape)), apply(xi1)
+    mu = np.sum((xi1 - a1) * b1) / np.sum(b1 * b1)
+    tangent_eigs = np.linalg.eigvalsh(B + 1e6 * (W @ W.T))[: B.shape[0] - W.shape[1]]
+    assert tangent_eigs.min() < 0 and mu + tangent_eigs.min() > 0
+    np.testing.assert_allclose(a1 + mu * b1, xi1, rtol=1e-8, atol=1e-10)
+    a2, b2 = apply((B @ xi2.ravel()).reshape(V.shape)), apply(xi2)
+    np.testing.assert_allclose(a2 + mu * b2, xi2, rtol=1e-8, atol=1e-10)
+
+
+def test_preconditioner_is_rebuilt_after_products_at_other_points(three_groups):
+    # No preconditioner before any dense Hessian; a few products at many points
+    # (never enough at one point to form the dense Hessian there) add up, and once
+    # they cost half a dense Hessian the next request builds one at its own point.
+    _, codes = three_groups
+    rng = np.random.default_rng(13)
+    X = rng.standard_normal((len(codes), 30))  # p d = 60: a dense Hessian is worth 12 products
+    penalty = _Penalty([_stratum(X, codes)], 1.2, "exact")
+    objective = _CachedObjective(X, X.T @ X / len(X), penalty)
+    V = random_point(30, 2, random_state=14)
+    assert objective.preconditioner(V, objective(V)[1]) is None
+    budget = penalty.dense_budget(V.shape)
+    assert budget > 4
+    for k in range(int(np.ceil(0.5 * budget / 2))):
+        W = random_point(30, 2, random_state=100 + k)
+        assert objective.preconditioner(W, objective(W)[1]) is None
+        for _ in range(2):
+            objective.hess_vec(W, rng.standard_normal(W.shape))
+        assert penalty._kernels[2] is None
+    assert objective.preconditioner(V, objective(V)[1]) is not None
+    assert objective._preconditioner[0] == V.tobytes()
+    assert objective._products_since_build == 0
 
 
 def test_random_features_in_blocks_equal_one_block(three_groups, monkeypatch):

@@ -549,8 +549,9 @@ def test_truncated_cg_stops_at_the_forcing_residual(theta):
             calls.append(1)
             return (H @ xi.ravel()).reshape(xi.shape)
 
-        eta, H_eta, at_boundary = _truncated_cg(grad, grad_norm, hess, 1e6, 100, exponent)
-        assert not at_boundary
+        eta, H_eta, at_boundary, eta_norm = _truncated_cg(grad, grad_norm, hess, 1e6, 100, exponent)
+        # the norm comes from the CG recurrences, exact up to their rounding
+        assert not at_boundary and eta_norm == pytest.approx(np.linalg.norm(eta), rel=1e-6)
         np.testing.assert_allclose(H_eta.ravel(), H @ eta.ravel(), rtol=1e-10, atol=1e-18)
         residual = np.linalg.norm(grad + H_eta)
         assert residual <= grad_norm * min(grad_norm**exponent, 0.1)
@@ -589,3 +590,87 @@ def test_trust_region_theta_is_validated():
     for bad in (0.0, 1.5, -1.0):
         with pytest.raises(ValueError, match="theta"):
             minimize_trust_region(_trace_cost(A), lambda V, xi: -2.0 * A @ xi, V0, theta=bad)
+
+
+def test_preconditioned_truncated_cg_measures_the_region_in_the_m_norm():
+    # With M = H (SPD) preconditioned CG solves the Newton system in one iteration;
+    # when the region is smaller, the step lies on the ellipsoid ||eta||_M = radius
+    # and still decreases the model.
+    from fairpca.stiefel import _truncated_cg
+
+    rng = np.random.default_rng(38)
+    H = _psd_with_spectrum(np.logspace(0, 4, 12), 39)
+    H_inv = np.linalg.inv(H)
+    grad = rng.standard_normal((4, 3))
+    grad_norm = np.linalg.norm(grad)
+    calls = []
+
+    def hess(xi):
+        calls.append(1)
+        return (H @ xi.ravel()).reshape(xi.shape)
+
+    def precondition(r):
+        return (H_inv @ r.ravel()).reshape(r.shape)
+
+    newton = -(H_inv @ grad.ravel()).reshape(grad.shape)
+    newton_norm = np.sqrt(newton.ravel() @ H @ newton.ravel())
+    eta, H_eta, at_boundary, eta_norm = _truncated_cg(
+        grad, grad_norm, hess, 2 * newton_norm, 50, 1.0, precondition
+    )
+    assert not at_boundary and len(calls) == 1
+    np.testing.assert_allclose(eta, newton, rtol=1e-8)
+    assert eta_norm == pytest.approx(newton_norm, rel=1e-10)
+
+    radius = 0.3 * newton_norm
+    eta, H_eta, at_boundary, eta_norm = _truncated_cg(
+        grad, grad_norm, hess, radius, 50, 1.0, precondition
+    )
+    assert at_boundary and eta_norm == radius
+    assert np.sqrt(eta.ravel() @ H @ eta.ravel()) == pytest.approx(radius, rel=1e-10)
+    np.testing.assert_allclose(H_eta.ravel(), H @ eta.ravel(), rtol=1e-10)
+    assert np.vdot(grad, eta) + 0.5 * np.vdot(eta, H_eta) < 0
+
+
+def test_trust_region_with_a_preconditioner_reaches_the_same_minimiser():
+    # The ill-conditioned eigenproblem, preconditioned by |Hess| at the solution (the
+    # Riemannian Hessian there as a matrix, eigenvalues made positive, the zero ones of
+    # the rotations within the subspace lifted to 1 % of the largest), scaled to a
+    # largest eigenvalue of 1 (the region is measured in the M-norm) and projected
+    # onto the current tangent space: the same subspace, with fewer Hessian products.
+    eigvals = np.concatenate([np.logspace(-4, 4, 27), [2e4, 3e4, 5e4]])
+    A = _psd_with_spectrum(eigvals, 21)
+    p, d = 30, 3
+    U = np.linalg.eigh(A)[1]
+    V_star = U[:, -d:]
+    basis = np.eye(p * d).reshape(p * d, p, d)
+    hess_star = np.array(
+        [
+            tangent_projection(V_star, -2.0 * A @ tangent_projection(V_star, E))
+            - tangent_projection(
+                V_star, tangent_projection(V_star, E) @ (-2.0 * V_star.T @ A @ V_star)
+            )
+            for E in basis
+        ]
+    ).reshape(p * d, p * d)
+    values, vectors = np.linalg.eigh(0.5 * (hess_star + hess_star.T))
+    top = np.abs(values).max()
+    M = (vectors * np.maximum(np.abs(values), 1e-2 * top)) @ vectors.T / top
+    M_inv = np.linalg.inv(M)
+
+    def preconditioner(V, egrad):
+        return lambda r: tangent_projection(V, (M_inv @ r.ravel()).reshape(r.shape))
+
+    V0 = random_point(p, d, random_state=22)
+    counts = {}
+    for name, precon in (("plain", None), ("preconditioned", preconditioner)):
+        calls = []
+
+        def hess_vec(V, xi, calls=calls):
+            calls.append(1)
+            return -2.0 * A @ xi
+
+        res = minimize_trust_region(_trace_cost(A), hess_vec, V0, gtol=1e-8, preconditioner=precon)
+        assert res.converged
+        assert subspace_distance(res.point, V_star) < 1e-9
+        counts[name] = len(calls)
+    assert counts["preconditioned"] < counts["plain"]

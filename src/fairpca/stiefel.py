@@ -571,6 +571,7 @@ def minimize_trust_region(
     gtol=1e-6,
     max_inner=None,
     theta=1.0,
+    preconditioner=None,
     retraction="qr",
     callback=None,
 ):
@@ -621,6 +622,12 @@ def minimize_trust_region(
         accurately; smaller values stop the inner iterations earlier, at
         the price of more trust-region steps near the solution. Worth it
         when the Hessian is badly conditioned and its products dominate.
+    preconditioner : callable or None, default=None
+        ``preconditioner(V, egrad) -> apply or None``, called before each
+        step: ``apply(r)`` returns ``M^{-1} r`` for tangent vectors ``r`` at
+        ``V``, a tangent vector, with ``M`` symmetric positive definite on
+        the tangent space. The trust region is then ``||eta||_M <= Delta``,
+        and an ``M`` close to the Hessian makes each step a few CG iterations.
     retraction : {"qr", "polar"}, default="qr"
         Retraction used for the steps.
     callback : callable or None, default=None
@@ -669,7 +676,10 @@ def minimize_trust_region(
         def hess(xi, V=V, egrad=egrad):
             return _hessian(V, egrad, hess_vec(V, xi), xi)
 
-        eta, H_eta, at_boundary = _truncated_cg(grad, grad_norm, hess, radius, max_inner, theta)
+        precondition = None if preconditioner is None else preconditioner(V, egrad)
+        eta, H_eta, at_boundary, eta_norm = _truncated_cg(
+            grad, grad_norm, hess, radius, max_inner, theta, precondition
+        )
         V_new = retract(V, eta)
         cost_new, egrad_new = objective(V_new, f"at trust-region step {n_iter}")
         model_decrease = -(_inner(grad, eta) + 0.5 * _inner(eta, H_eta))
@@ -678,7 +688,7 @@ def minimize_trust_region(
         ratio = (cost - cost_new + slack) / (model_decrease + slack)
         if ratio < 0.25:
             # An interior step shorter than the radius would be found again: shrink below it.
-            radius = min(radius, np.sqrt(_inner(eta, eta))) / 4.0
+            radius = min(radius, eta_norm) / 4.0
         elif ratio > 0.75 and at_boundary:
             radius = min(2.0 * radius, max_radius)
         if ratio > 0.1 and model_decrease >= 0:
@@ -697,30 +707,52 @@ def minimize_trust_region(
     return _result(V, cost, grad_norm, gtol, n_iter, message, objective, costs, grad_norms)
 
 
-def _truncated_cg(grad, grad_norm, hess, radius, max_inner, theta):
-    """Steihaug-Toint CG on the trust-region model; return ``(eta, Hess[eta], at_boundary)``."""
+def _truncated_cg(grad, grad_norm, hess, radius, max_inner, theta, precondition=None):
+    """Steihaug-Toint CG on the trust-region model.
+
+    With a preconditioner ``M`` (``precondition(r) = M^{-1} r``, symmetric
+    positive definite on the tangent space) the region is the ellipsoid
+    ``||eta||_M <= radius``; the ``M``-inner products of the iterates and
+    directions are carried by the usual recurrences, so ``M`` itself is never
+    applied (Conn, Gould & Toint, 2000, section 7.5).
+
+    Returns
+    -------
+    eta, H_eta : ndarray
+        The step and ``Hess[eta]``.
+    at_boundary : bool
+    eta_norm : float
+        ``||eta||_M`` (the Euclidean norm without a preconditioner).
+    """
     eta = np.zeros_like(grad)
     H_eta = np.zeros_like(grad)
     r = grad.copy()
-    rr = grad_norm**2
-    delta = -r
+    z = r if precondition is None else precondition(r)
+    rz = _inner(r, z)
+    delta = -z
+    # M-inner products <eta, eta>, <eta, delta>, <delta, delta>.
+    ee, ed, dd = 0.0, 0.0, rz
     target = grad_norm * min(grad_norm**theta, 0.1)
     for _ in range(max_inner):
         H_delta = hess(delta)
         curvature = _inner(delta, H_delta)
-        alpha = rr / curvature if curvature > 0 else np.inf
-        step = eta + alpha * delta if np.isfinite(alpha) else None
-        if step is None or _inner(step, step) >= radius**2:
+        alpha = rz / curvature if curvature > 0 else np.inf
+        ee_new = ee + 2.0 * alpha * ed + alpha**2 * dd if np.isfinite(alpha) else np.inf
+        if ee_new >= radius**2:
             # Negative curvature or leaving the region: go to the boundary along delta.
-            ee, ed, dd = _inner(eta, eta), _inner(eta, delta), _inner(delta, delta)
-            t = (-ed + np.sqrt(ed**2 + dd * (radius**2 - ee))) / dd
-            return eta + t * delta, H_eta + t * H_delta, True
-        eta = step
+            t = (-ed + np.sqrt(max(ed**2 + dd * (radius**2 - ee), 0.0))) / dd
+            return eta + t * delta, H_eta + t * H_delta, True, radius
+        eta = eta + alpha * delta
         H_eta = H_eta + alpha * H_delta
+        ee = ee_new
         r = r + alpha * H_delta
-        rr_new = _inner(r, r)
-        if np.sqrt(rr_new) <= target:
+        if np.sqrt(_inner(r, r)) <= target:
             break
-        delta = -r + (rr_new / rr) * delta
-        rr = rr_new
-    return eta, H_eta, False
+        z = r if precondition is None else precondition(r)
+        rz_new = _inner(r, z)
+        beta = rz_new / rz
+        delta = -z + beta * delta
+        ed = beta * (ed + alpha * dd)
+        dd = rz_new + beta**2 * dd
+        rz = rz_new
+    return eta, H_eta, False, np.sqrt(ee)
