@@ -624,10 +624,12 @@ def minimize_trust_region(
         when the Hessian is badly conditioned and its products dominate.
     preconditioner : callable or None, default=None
         ``preconditioner(V, egrad) -> apply or None``, called before each
-        step: ``apply(r)`` returns ``M^{-1} r`` for tangent vectors ``r`` at
-        ``V``, a tangent vector, with ``M`` symmetric positive definite on
-        the tangent space. The trust region is then ``||eta||_M <= Delta``,
-        and an ``M`` close to the Hessian makes each step a few CG iterations.
+        step: for a tangent vector ``r`` at ``V``, ``apply(r)`` returns the
+        tangent vector ``M^{-1} r``, with ``M`` symmetric positive definite on
+        the tangent space. The trust region is then ``||eta||_M <= Delta``
+        (same initial and largest ``Delta``, so ``M`` should be scaled like
+        the Hessian), and an ``M`` close to the Hessian makes each step a few
+        CG iterations.
     retraction : {"qr", "polar"}, default="qr"
         Retraction used for the steps.
     callback : callable or None, default=None
