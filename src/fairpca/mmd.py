@@ -46,7 +46,7 @@ from threadpoolctl import threadpool_limits
 from fairpca._base import FairPCABase, _check_target
 from fairpca._validation import _plain, check_number, check_sensitive_features
 from fairpca.metrics import _bandwidth_rows, _median_bandwidth
-from fairpca.stiefel import minimize_lbfgs, minimize_trust_region, random_point
+from fairpca.stiefel import _proj, minimize_lbfgs, minimize_trust_region, random_point
 
 __all__ = ["MMDFairPCA"]
 
@@ -542,6 +542,11 @@ class _CachedObjective:
             self._memo.popitem(last=False)
         return value
 
+    @cached_property
+    def sigma_matrix(self):
+        """``Sigma / tr(Sigma)``, shape (p, p)."""
+        return self._sigma if self._sigma is not None else self._factor.T @ self._factor
+
     def sigma_times(self, V):
         """``Sigma V / tr(Sigma)``."""
         if self._sigma is not None:
@@ -594,9 +599,7 @@ class _CachedObjective:
         inverse, lower = self._preconditioner[1]
 
         def apply(r):
-            z = dsymv(1.0, inverse, r.ravel(), lower=int(lower)).reshape(r.shape)
-            VtZ = V.T @ z
-            return z - V @ (0.5 * (VtZ + VtZ.T))
+            return _proj(V, dsymv(1.0, inverse, r.ravel(), lower=int(lower)).reshape(r.shape))
 
         return apply
 
@@ -623,11 +626,8 @@ def _riemannian_hessian_matrix(V, egrad, objective, penalty_hessian):
     (``Omega`` symmetric), so the projections cost ``O((p d)^2 d^2)``.
     """
     p, d = V.shape
-    sigma = objective._sigma
-    if sigma is None:
-        sigma = objective._factor.T @ objective._factor
     S = V.T @ egrad
-    A = objective.rho * penalty_hessian - 2.0 * np.kron(sigma, np.eye(d))
+    A = objective.rho * penalty_hessian - 2.0 * np.kron(objective.sigma_matrix, np.eye(d))
     A -= np.kron(np.eye(p), 0.5 * (S + S.T))
     rows, cols = np.triu_indices(d)
     W = np.zeros((len(rows), p, d))
