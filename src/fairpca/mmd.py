@@ -456,6 +456,13 @@ class _Penalty:
             self._kernels = (key, kernels, dense, 0)
         return dense
 
+    def formed_dense(self, shape):
+        """``(key, V, dense Hessian)`` of the cached point if its matrix was formed, else None."""
+        key, _, dense, _ = self._kernels
+        if dense is None:
+            return None
+        return key, np.frombuffer(key).reshape(shape), dense
+
     def hess_vec(self, V, Xi):
         """Euclidean Hessian of the penalty at ``V`` applied to ``Xi``, shape (p, d).
 
@@ -588,10 +595,9 @@ class _CachedObjective:
         penalty = self.penalty
         if not penalty.exact_hessian:
             return None
-        key, _, dense, _ = penalty._kernels
-        if dense is not None and key != self._preconditioner[0]:
-            at = np.frombuffer(key).reshape(V.shape)
-            self._build_preconditioner(at, dense)
+        formed = penalty.formed_dense(V.shape)
+        if formed is not None and formed[0] != self._preconditioner[0]:
+            self._build_preconditioner(*formed[1:])
         elif self._products_since_build >= 0.5 * penalty.dense_budget(V.shape):
             self._build_preconditioner(V, penalty.dense_hessian(V))
         if self._preconditioner[1] is None:
@@ -652,12 +658,13 @@ def _hessian_factor(V, egrad, objective, penalty_hessian):
     indefinite. None if none works.
     """
     B, W = _riemannian_hessian_matrix(V, egrad, objective, penalty_hessian)
-    normal = W @ W.T
-    tangent = np.eye(len(B)) - normal
+    # P A P + mu P + (I - P) = (B + W W^T) + mu (I - W W^T)
+    base = B + W @ W.T
     top = np.max(np.abs(np.diag(B)))
     for mu in [0.0] + [top * 10.0**k for k in range(-6, 3)]:
+        shifted = base if mu == 0.0 else base + mu * (np.eye(len(B)) - W @ W.T)
         try:
-            return cho_factor(B + mu * tangent + normal, check_finite=False)
+            return cho_factor(shifted, check_finite=False)
         except LinAlgError:
             continue
     return None
