@@ -1,5 +1,6 @@
 import logging
 import warnings
+from functools import partial
 
 import numpy as np
 import pytest
@@ -11,9 +12,13 @@ from fairpca.datasets import make_gaussian_groups, make_mmd_synthetic1
 from fairpca.experiments import lee2022
 from fairpca.metrics import explained_variance_ratio, mmd2
 from fairpca.mmd import (
+    _REBUILD_FRACTION,
     _CachedObjective,
     _exact_hess_vec,
     _exact_hessian,
+    _hessian_by_pairs,
+    _hessian_by_rows,
+    _hessian_costs,
     _kernel_group_sums,
     _Penalty,
     _qmc_frequencies,
@@ -129,21 +134,30 @@ def test_exact_hessian_product_matches_finite_differences_of_the_gradient(three_
     np.testing.assert_allclose(penalty.hess_vec(W, Xi1), fd, rtol=0, atol=1e-8)
 
 
-def test_dense_hessian_equals_the_hessian_products(three_groups):
-    # The (p d, p d) matrix against its products with every basis matrix, for a stratum
-    # of three groups (pair weights of both signs) and d = 1, 3.
+@pytest.mark.parametrize(
+    "form",
+    [
+        _hessian_by_rows,
+        _hessian_by_pairs,
+        partial(_hessian_by_pairs, tile_rows=7),  # tiles of 7 rows, the last one of 4
+        _exact_hessian,
+    ],
+)
+def test_dense_hessian_equals_the_hessian_products(three_groups, form):
+    # The (p d, p d) matrix, formed each way, against its products with every basis
+    # matrix, for a stratum of three groups (pair weights of both signs) and d = 1, 3.
     X, codes = three_groups
     stratum = _stratum(X, codes, "all rows")
     for d, seed in ((1, 3), (3, 4)):
         V = random_point(X.shape[1], d, random_state=seed)
-        Z, Kw = _weighted_kernel(V, stratum, 0.4)
-        dense = _exact_hessian(Z, Kw, stratum, 0.4)
+        kernel = _weighted_kernel(V, stratum, 0.4)
+        dense = form(kernel, stratum, 0.4)
         assert np.allclose(dense, dense.T, atol=1e-12)
         columns = []
         for k in range(V.size):
             E = np.zeros(V.size)
             E[k] = 1.0
-            columns.append(_exact_hess_vec(Z, Kw, stratum, 0.4, E.reshape(V.shape)).ravel())
+            columns.append(_exact_hess_vec(kernel, stratum, 0.4, E.reshape(V.shape)).ravel())
         np.testing.assert_allclose(dense, np.column_stack(columns), rtol=0, atol=1e-12)
 
     # Penalty.hess_vec switches to the matrix after a few products at one point, with
@@ -153,11 +167,29 @@ def test_dense_hessian_equals_the_hessian_products(three_groups):
     Xis = np.random.default_rng(9).standard_normal((40, *V.shape))
     values = [penalty.hess_vec(V, Xi) for Xi in Xis]
     assert penalty._kernels[2] is not None
-    Z, Kw = _weighted_kernel(V, stratum, penalty.gamma)
+    kernel = _weighted_kernel(V, stratum, penalty.gamma)
     for Xi, value in zip(Xis, values, strict=True):
         np.testing.assert_allclose(
-            value, _exact_hess_vec(Z, Kw, stratum, penalty.gamma, Xi), rtol=0, atol=1e-12
+            value, _exact_hess_vec(kernel, stratum, penalty.gamma, Xi), rtol=0, atol=1e-12
         )
+
+
+def test_dense_hessian_is_formed_the_cheaper_way(monkeypatch):
+    # By rows when the rows outnumber the features, by pairs of output dimensions when
+    # the features are many (the reduced problem of p >= n); the cost model decides.
+    import fairpca.mmd as mmd_module
+
+    calls = []
+    for name in ("_hessian_by_rows", "_hessian_by_pairs"):
+        monkeypatch.setattr(mmd_module, name, lambda *args, name=name: calls.append(name))
+    rng = np.random.default_rng(15)
+    for m, p in ((130, 6), (20, 40)):
+        stratum = _stratum(rng.standard_normal((m, p)), np.arange(m) % 2)
+        V = random_point(p, 2, random_state=16)
+        _exact_hessian(_weighted_kernel(V, stratum, 0.4), stratum, 0.4)
+        by_rows, by_pairs = _hessian_costs(m, p, 2)
+        assert calls[-1] == ("_hessian_by_pairs" if by_pairs < by_rows else "_hessian_by_rows")
+    assert calls == ["_hessian_by_rows", "_hessian_by_pairs"]
 
 
 @pytest.mark.parametrize("n_rows", [130, 4])  # n > p (Sigma) and n < p (X^T X / n)
@@ -175,8 +207,8 @@ def test_riemannian_hessian_matrix_and_preconditioner(three_groups, n_rows):
     objective.rho = 30.0
     V = random_point(6, 2, random_state=11)
     _, egrad = objective(V)
-    Z, Kw = _weighted_kernel(V, penalty.strata[0], penalty.gamma)
-    dense = _exact_hessian(Z, Kw, penalty.strata[0], penalty.gamma)
+    kernel = _weighted_kernel(V, penalty.strata[0], penalty.gamma)
+    dense = _exact_hessian(kernel, penalty.strata[0], penalty.gamma)
     B, W = _riemannian_hessian_matrix(V, egrad, objective, dense)
     rng = np.random.default_rng(12)
     for _ in range(3):
@@ -212,23 +244,23 @@ def test_riemannian_hessian_matrix_and_preconditioner(three_groups, n_rows):
 
 
 def test_preconditioner_is_rebuilt_after_products_at_other_points(three_groups):
-    # No preconditioner before any dense Hessian; a few products at many points
+    # No preconditioner before any dense Hessian; single products at many points
     # (never enough at one point to form the dense Hessian there) add up, and once
-    # they cost half a dense Hessian the next request builds one at its own point.
+    # they cost _REBUILD_FRACTION of a factorised dense Hessian the next request builds
+    # a preconditioner at its own point.
     _, codes = three_groups
     rng = np.random.default_rng(13)
-    X = rng.standard_normal((len(codes), 30))  # p d = 60: a dense Hessian is worth 12 products
+    X = rng.standard_normal((len(codes), 30))  # p d = 60: a dense Hessian is worth 6 products
     penalty = _Penalty([_stratum(X, codes)], 1.2, "exact")
     objective = _CachedObjective(X, X.T @ X / len(X), penalty)
     V = random_point(30, 2, random_state=14)
     assert objective.preconditioner(V, objective(V)[1]) is None
-    budget = penalty.dense_budget(V.shape)
-    assert budget > 4
-    for k in range(int(np.ceil(0.5 * budget / 2))):
+    budget = _REBUILD_FRACTION * penalty.dense_budget(V.shape, factorised=True)
+    assert budget > penalty.dense_budget(V.shape) * _REBUILD_FRACTION > 2
+    for k in range(int(np.ceil(budget))):
         W = random_point(30, 2, random_state=100 + k)
         assert objective.preconditioner(W, objective(W)[1]) is None
-        for _ in range(2):
-            objective.hess_vec(W, rng.standard_normal(W.shape))
+        objective.hess_vec(W, rng.standard_normal(W.shape))
         assert penalty._kernels[2] is None
     assert objective.preconditioner(V, objective(V)[1]) is not None
     assert objective._preconditioner[0] == V.tobytes()

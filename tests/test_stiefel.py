@@ -560,28 +560,83 @@ def test_truncated_cg_stops_at_the_forcing_residual(theta):
         assert counts[theta] < counts[1.0]
 
 
-def test_trust_region_rejected_interior_step_is_not_tried_again():
+def test_trust_region_rejected_step_is_not_tried_again_nor_solved_again():
     # A cost with rounding-like noise (1e-8, deterministic in V) and an exact
     # gradient: once the predicted decreases fall below the noise, steps are
     # rejected whatever their length. Shrinking the radius by a factor only
     # would solve the same model again and evaluate the same trial point (3
-    # times here); the radius must drop below the rejected step.
+    # times here); the radius must drop below the rejected step. And the retry
+    # follows the kept CG path: no Hessian product at a point comes after a
+    # trial step from it was evaluated.
     A = _psd_with_spectrum(np.linspace(1.0, 3.0, 8), 33)
     R = np.random.default_rng(37).standard_normal((8, 2))
     V0 = random_point(8, 2, random_state=34)
-    trials = []
+    trials, events = [], []
 
     def noisy_cost(V):
         trials.append(V.copy())
+        events.append(None)
         noise = 1e-8 * np.sin(1e7 * np.sum(V * R))
         return np.trace(V.T @ A @ V) + noise, 2.0 * A @ V
 
-    res = minimize_trust_region(
-        noisy_cost, lambda V, xi: 2.0 * A @ xi, V0, gtol=1e-12, max_iter=300
-    )
+    def hess_vec(V, xi):
+        events.append(V.tobytes())
+        return 2.0 * A @ xi
+
+    res = minimize_trust_region(noisy_cost, hess_vec, V0, gtol=1e-12, max_iter=300)
     assert len(trials) > len(res.cost_history) + 1  # some trial steps were rejected
     for previous, current in zip(trials[1:-1], trials[2:], strict=True):
         assert not np.array_equal(previous, current)
+    done, current = set(), None
+    for event in events:
+        if event is None:
+            done.add(current)
+        else:
+            assert event not in done
+            current = event
+
+
+@pytest.mark.parametrize("preconditioned", [False, True])
+def test_cg_path_gives_every_smaller_region_without_new_products(preconditioned):
+    # One CG path at one point, asked for a region, then smaller ones (as after rejected
+    # steps), then a larger one: each answer equals a fresh solve at that radius; the
+    # smaller regions cost no Hessian product. An indefinite model (the path ends at
+    # negative curvature) and an SPD one whose path ends inside the largest region.
+    from fairpca.stiefel import _SteihaugCG, _truncated_cg
+
+    rng = np.random.default_rng(40)
+    grad = rng.standard_normal((5, 3))
+    grad_norm = np.linalg.norm(grad)
+    for H in (
+        _psd_with_spectrum(np.logspace(0, 3, 15), 41),
+        _psd_with_spectrum(np.linspace(-1.0, 5.0, 15), 42),
+    ):
+        H_inv = np.linalg.inv(H + 2.0 * np.eye(15))  # SPD for both
+        calls = []
+
+        def hess(xi, H=H, calls=calls):
+            calls.append(1)
+            return (H @ xi.ravel()).reshape(xi.shape)
+
+        def precondition(r, H_inv=H_inv):
+            return (H_inv @ r.ravel()).reshape(r.shape)
+
+        M = precondition if preconditioned else None
+        cg = _SteihaugCG(grad, grad_norm, hess, 15, 1.0, M)
+        cg.solve(3.0)
+        at_boundary = []
+        for radius in (1.0, 0.3, 0.01, 3.0, 100.0):
+            before = len(calls)
+            kept = cg.solve(radius)
+            at_boundary.append(kept[2])
+            if radius <= 3.0:
+                assert len(calls) == before
+            fresh = _truncated_cg(grad, grad_norm, hess, radius, 15, 1.0, M)
+            np.testing.assert_allclose(kept[0], fresh[0], rtol=1e-13, atol=1e-15)
+            np.testing.assert_allclose(kept[1], fresh[1], rtol=1e-13, atol=1e-15)
+            assert kept[2:] == pytest.approx(fresh[2:], rel=1e-13)
+        negative_curvature = np.linalg.eigvalsh(H).min() < 0
+        assert at_boundary[2] and at_boundary[-1] == negative_curvature
 
 
 def test_trust_region_theta_is_validated():

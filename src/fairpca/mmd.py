@@ -33,6 +33,7 @@ import warnings
 from collections import OrderedDict
 from dataclasses import dataclass, replace
 from functools import cached_property
+from typing import NamedTuple
 
 import numpy as np
 from scipy.linalg import LinAlgError, cho_factor, eigh
@@ -72,6 +73,11 @@ _CG_THETA = 0.5
 #: constrained rows number at most this (8 m² bytes: 128 MiB at 4096); beyond, and with
 #: random features, they are central differences of the gradient.
 _HESS_CACHE_ROWS = 4096
+#: The trust-region preconditioner is rebuilt once the Hessian products spent since the
+#: last build cost this fraction of a new one (see _CachedObjective.preconditioner).
+_REBUILD_FRACTION = 0.5
+#: Shifts of the preconditioner's Hessian, relative to its largest diagonal entry.
+_SHIFTS = (0.0,) + tuple(10.0**k for k in range(-6, 3))
 _FD_STEP = 2.0**-17  # central differences: truncation and rounding both ~1e-10 relative
 _N_RANDOM_STARTS = 11  # random orthonormal matrices tried by init="random"
 
@@ -231,18 +237,44 @@ def _exact_terms(V, stratum, gamma, with_grad=True):
     return penalty, pairwise, -4.0 * gamma * (stratum.X.T @ G)
 
 
+class _WeightedKernel(NamedTuple):
+    """What every Hessian product of one stratum's penalty at ``V`` shares (``m`` rows).
+
+    Attributes
+    ----------
+    Z : ndarray of shape (m, d)
+        Projected rows ``X V``.
+    Kw : ndarray of shape (m, m)
+        ``Kw_ij = M_ij k_ij``, the pair weights times the kernel.
+    row_sums : ndarray of shape (m,)
+        ``Kw 1``.
+    KZ : ndarray of shape (m, d)
+        ``Kw Z``.
+    KZZ : ndarray of shape (m, d, d)
+        ``sum_j Kw_ij z_j z_j^T``.
+    """
+
+    Z: np.ndarray
+    Kw: np.ndarray
+    row_sums: np.ndarray
+    KZ: np.ndarray
+    KZZ: np.ndarray
+
+
 def _weighted_kernel(V, stratum, gamma):
-    """``Z = X V`` and ``Kw_ij = M_ij k_ij`` (the pair weights times the kernel), (m, m)."""
+    """The :class:`_WeightedKernel` of ``stratum`` at ``V``."""
     Z = stratum.X @ V
+    m, d = Z.shape
     K = cdist(Z, Z, "sqeuclidean")
     K *= -gamma
     np.exp(K, out=K)
     weights = stratum.pair_weights / np.outer(stratum.counts, stratum.counts)
     K *= weights[np.ix_(stratum.codes, stratum.codes)]
-    return Z, K
+    KZ = K @ np.column_stack([np.ones(m), Z, (Z[:, :, None] * Z[:, None, :]).reshape(m, d * d)])
+    return _WeightedKernel(Z, K, KZ[:, 0], KZ[:, 1 : 1 + d], KZ[:, 1 + d :].reshape(m, d, d))
 
 
-def _exact_hess_vec(Z, Kw, stratum, gamma, Xi):
+def _exact_hess_vec(kernel, stratum, gamma, Xi):
     """Euclidean Hessian of the stratum's penalty at ``V`` applied to ``Xi`` (p, d).
 
     Differentiating ``grad = -4 gamma X^T G`` with ``G_i = sum_j Kw_ij (z_i - z_j)``
@@ -250,27 +282,65 @@ def _exact_hess_vec(Z, Kw, stratum, gamma, Xi):
 
     ``dG_i = sum_j Kw_ij [(w_i - w_j) - 2 gamma ((z_i - z_j).(w_i - w_j)) (z_i - z_j)]``.
 
-    With ``c = z.w``, ``A = Kw o (Z W^T)`` and ``Kw`` symmetric, the matrix
-    ``B_ij = Kw_ij (z_i - z_j).(w_i - w_j)`` is ``Kw o (c 1^T + 1 c^T) - A - A^T``,
-    so ``sum_j B_ij (z_i - z_j)`` needs one ``m x m`` product ``A`` and
-    ``O(m² d)`` matrix products on the cached ``Kw``.
+    With ``c_i = z_i.w_i`` and ``Kw`` symmetric, ``B_ij = Kw_ij (z_i - z_j).(w_i - w_j)``
+    is ``T_ij + Kw_ij c_i - Kw_ji z_j.w_i`` with ``T_ij = Kw_ij (c_j - z_i.w_j)``.
+    The parts that depend on ``V`` alone (``Kw 1``, ``Kw Z``,
+    ``sum_j Kw_ij z_j z_j^T``) are in ``kernel``, so that ``sum_j B_ij`` and
+    ``sum_j B_ij z_j`` need only ``T``, its row sums and ``T Z``: with
+    ``Kw W`` about ``m² (3 d + 3)`` flops per product.
+
+    Parameters
+    ----------
+    kernel : _WeightedKernel
+        At ``V``.
+    stratum : _Stratum
+    gamma : float
+    Xi : ndarray of shape (p, d)
+
+    Returns
+    -------
+    ndarray of shape (p, d)
     """
+    Z, Kw, row_sums, KZ, KZZ = kernel
     W = stratum.X @ Xi
     c = np.einsum("id,id->i", Z, W)
-    A = Z @ W.T
-    A *= Kw
-    K_cols = Kw @ np.column_stack([np.ones(len(c)), c, Z, W, c[:, None] * Z])
-    d = Z.shape[1]
-    r, Kc, KZ = K_cols[:, 0], K_cols[:, 1], K_cols[:, 2 : 2 + d]
-    KW, KcZ = K_cols[:, 2 + d : 2 + 2 * d], K_cols[:, 2 + 2 * d :]
-    B_rows = c * r + Kc - A.sum(axis=1) - A.sum(axis=0)
-    BZ = c[:, None] * KZ + KcZ - A @ Z - A.T @ Z
-    dG = W * r[:, None] - KW - 2.0 * gamma * (Z * B_rows[:, None] - BZ)
+    T = Z @ W.T
+    np.subtract(c, T, out=T)
+    T *= Kw
+    B_rows = c * row_sums + T.sum(axis=1) - np.einsum("id,id->i", W, KZ)
+    BZ = c[:, None] * KZ + T @ Z - np.einsum("ide,ie->id", KZZ, W)
+    dG = W * row_sums[:, None] - Kw @ W - 2.0 * gamma * (Z * B_rows[:, None] - BZ)
     return -4.0 * gamma * (stratum.X.T @ dG)
 
 
-def _exact_hessian(Z, Kw, stratum, gamma):
+def _exact_hessian(kernel, stratum, gamma):
     """The Euclidean Hessian of the stratum's penalty as a ``(p d, p d)`` matrix.
+
+    The operator of :func:`_exact_hess_vec` as a matrix (row-major ``vec`` of
+    ``p x d`` matrices), formed the cheaper of two ways (:func:`_hessian_costs`):
+    at ``m = 336``, ``d = 5`` by pairs takes 60 ms against 193 ms by rows at
+    ``p = 341``; at ``m = 3000``, ``p = 20`` by rows 101 ms against 730 ms.
+    """
+    m, p = stratum.X.shape
+    by_rows, by_pairs = _hessian_costs(m, p, kernel.Z.shape[1])
+    if by_pairs < by_rows:
+        return _hessian_by_pairs(kernel, stratum, gamma)
+    return _hessian_by_rows(kernel, stratum, gamma)
+
+
+def _hessian_costs(m, p, d):
+    """Multiply-adds of :func:`_hessian_by_rows` and :func:`_hessian_by_pairs`.
+
+    Elementwise passes over ``m x m`` arrays count as 8 (they are not
+    matrix-product flops); these counts order the two as timed.
+    """
+    by_rows = m * m * p * (d + 1) + 3.0 * m * (p * d) ** 2
+    by_pairs = d * (d + 1) / 2 * (m * m * (p + 8) + m * p * p)
+    return by_rows, by_pairs
+
+
+def _hessian_by_rows(kernel, stratum, gamma):
+    """:func:`_exact_hessian` from products of ``m x p d`` matrices (for ``m`` large against ``p``).
 
     Entry ``((a, b), (c, e))`` (row-major ``vec`` of ``p x d`` matrices) of the
     operator in :func:`_exact_hess_vec` is, with ``dx = x_i - x_j``,
@@ -285,20 +355,19 @@ def _exact_hessian(Z, Kw, stratum, gamma):
     of ``Kw`` leaves six families of sums, each a product of ``m``-row
     matrices (``Y^T Kw Y`` and its index transpose, ``sum_i r_i Y_i Y_i^T``,
     ``sum_i x_i x_i^T (x) (Kw (z (x) z))_i`` and two ``Y^T``-products), so the
-    matrix costs ``O(m² (p d + d²) + m p² d²)``: the price of a few dozen
-    products, after which every product is a ``(p d)²`` matrix-vector one.
+    matrix costs ``O(m² p d + m p² d²)``.
     """
+    Z, Kw, r, KZ, KZZ = kernel
     X = stratum.X
     m, p = X.shape
     d = Z.shape[1]
-    r = Kw.sum(axis=1)
     KX = Kw @ X
     laplacian = 2.0 * (X.T @ (X * r[:, None]) - X.T @ KX)
     Y = (X[:, :, None] * Z[:, None, :]).reshape(m, p * d)
     YKY = Y.T @ (Kw @ Y)
-    Q = Kw @ (Z[:, :, None] * Z[:, None, :]).reshape(m, d * d)
-    XQ = (X.T @ (X[:, :, None] * Q[:, None, :]).reshape(m, p * d * d)).reshape(p, p, d, d)
-    KZ = Kw @ Z
+    XQ = (X.T @ (X[:, :, None] * KZZ.reshape(m, 1, d * d)).reshape(m, p * d * d)).reshape(
+        p, p, d, d
+    )
     cross = ((X[:, :, None] * KZ[:, None, :]) + (KX[:, :, None] * Z[:, None, :])).reshape(m, p * d)
     # sum_i r_i Y_i Y_i^T is symmetric, so it and the cross terms Y^T cross share one
     # product: (A - 2 B) + (A - 2 B)^T = 2 A - 2 (B + B^T).
@@ -314,19 +383,63 @@ def _exact_hessian(Z, Kw, stratum, gamma):
     return -2.0 * gamma * np.kron(laplacian, np.eye(d)) + 4.0 * gamma**2 * second
 
 
-def _products_per_dense_hessian(m, p, d):
+def _hessian_by_pairs(kernel, stratum, gamma, tile_rows=_TILE_ROWS):
+    """:func:`_exact_hessian` one pair of output dimensions at a time (for ``p`` large).
+
+    The penalty depends on ``V`` only through ``Z = X V``. Its second
+    derivatives in ``Z`` are, for ``j != i`` and output dimensions ``b, e``,
+    ``N^{be}_ij = 4 gamma Kw_ij (delta_be - 2 gamma u_ijb u_ije)`` with
+    ``u_ij = z_i - z_j``, and on the diagonal ``-sum_{j != i} N^{be}_ij``: for
+    each ``(b, e)`` a graph Laplacian ``L^{be} = N^{be} - diag(N^{be} 1)``. So
+    entry ``((a, b), (c, e))`` (row-major ``vec`` of ``p x d`` matrices) is
+    ``(X^T L^{be} X)_{ac}``. Since ``L^{be} = L^{eb}``, ``d (d + 1) / 2``
+    blocks are formed, each from two ``m``-row matrix products, in tiles of
+    ``tile_rows`` rows of ``L`` (memory ``O(tile_rows m + (p d)²)``): about
+    ``d² (m² p + m p²) / 2`` multiply-adds in all.
+    """
+    Z, Kw = kernel.Z, kernel.Kw
+    X = stratum.X
+    m, p = X.shape
+    d = Z.shape[1]
+    H = np.zeros((p, d, p, d))
+    for b in range(d):
+        for e in range(b, d):
+            block = np.zeros((p, p))
+            for i0 in range(0, m, tile_rows):
+                i1 = min(i0 + tile_rows, m)
+                L = Z[i0:i1, b, None] - Z[:, b]
+                L *= Z[i0:i1, e, None] - Z[:, e]
+                L *= -2.0 * gamma
+                if b == e:
+                    L += 1.0
+                L *= Kw[i0:i1]
+                rows = np.arange(i1 - i0)
+                L[rows, i0 + rows] -= L.sum(axis=1)
+                block += X[i0:i1].T @ (L @ X)
+            block *= 4.0 * gamma
+            H[:, b, :, e] = block
+            if e != b:
+                H[:, e, :, b] = block
+    return H.reshape(p * d, p * d)
+
+
+def _products_per_dense_hessian(m, p, d, factorised=False):
     """How many :func:`_exact_hess_vec` calls cost as much as one :func:`_exact_hessian`.
 
-    Flop counts: the matrix ``m² (p + p d + d²) + 4 m (p d)²``, a product
-    ``m² (6 d + 5)``. A product streams the ``m x m`` matrix ``Kw`` several
-    times; beyond ``_TILE_ROWS`` rows (8 MiB) it no longer stays in cache and
-    each of its flops costs about 4 times more than the dense matrix's
-    (timed on one thread: ratio 26 / 40 at m = 336 / 700 as counted; 14, 5 and
-    0.6 at m = 1582 (p = 97, d = 10 and 2) and 1727 (p = 11, d = 2), where the
-    counts say 55, 23 and 2.2).
+    The matrix costs the smaller count of :func:`_hessian_costs`, a product
+    ``m² (3 d + 3)`` multiply-adds. A product makes elementwise passes over
+    ``m x m`` arrays, so each of its flops costs about 2.5 times more, and
+    about 4.5 times beyond ``_TILE_ROWS`` rows (8 MiB), where those arrays
+    leave the cache. Timed on one thread: 205, 54, 6.4, 11.7, 27.5, 6.7, 1.0
+    and 1.4 products at ``(m, p, d)`` = (336, 341, 5), (336, 100, 5),
+    (336, 20, 5), (700, 50, 5), (1582, 97, 10), (1582, 97, 2), (1727, 11, 2)
+    and (3000, 20, 5), where this says 232, 46, 4.6, 12.6, 19.2, 8.2, 0.8 and
+    1.6. With ``factorised``, add the Cholesky factor and inverse of a
+    ``(p d, p d)`` matrix, ``(p d)³ / 2`` multiply-adds at the same speed
+    (timed: 149 ms for both at ``p d = 1705``, the matrix 60 ms).
     """
-    ratio = (m * m * (p + p * d + d * d) + 4.0 * m * (p * d) ** 2) / (m * m * (6 * d + 5))
-    return ratio / 4.0 if m > _TILE_ROWS else ratio
+    cost = min(_hessian_costs(m, p, d)) + (0.5 * (p * d) ** 3 if factorised else 0.0)
+    return cost / (m * m * (3 * d + 3)) / (4.5 if m > _TILE_ROWS else 2.5)
 
 
 # --------------------------------------------------------------------------
@@ -419,7 +532,7 @@ class _Penalty:
         self.gamma = 0.5 / bandwidth**2
         self.method = method
         self.frequencies = frequencies
-        # (key of V, [(Z, Kw) per stratum], dense Hessian or None, products before it pays)
+        # (key of V, [_WeightedKernel per stratum], dense Hessian or None, products before it pays)
         self._kernels = (None, None, None, 0)
 
     @property
@@ -429,9 +542,11 @@ class _Penalty:
             st.X.shape[0] <= _HESS_CACHE_ROWS for st in self.strata
         )
 
-    def dense_budget(self, shape):
-        """Products at one point that cost as much as forming the dense Hessian."""
-        return max(_products_per_dense_hessian(st.X.shape[0], *shape) for st in self.strata)
+    def dense_budget(self, shape, factorised=False):
+        """Products that cost as much as forming the dense Hessian (and factorising it)."""
+        return max(
+            _products_per_dense_hessian(st.X.shape[0], *shape, factorised) for st in self.strata
+        )
 
     def _at(self, V):
         """The cached ``(key, kernels, dense Hessian or None, products left)`` at ``V``."""
@@ -450,8 +565,8 @@ class _Penalty:
         key, kernels, dense, _ = self._at(V)
         if dense is None:
             dense = sum(
-                _exact_hessian(Z, Kw, st, self.gamma)
-                for st, (Z, Kw) in zip(self.strata, kernels, strict=True)
+                _exact_hessian(kernel, st, self.gamma)
+                for st, kernel in zip(self.strata, kernels, strict=True)
             )
             self._kernels = (key, kernels, dense, 0)
         return dense
@@ -477,8 +592,8 @@ class _Penalty:
             if dense is not None:
                 return (dense @ Xi.ravel()).reshape(V.shape)
             out = np.zeros_like(V)
-            for st, (Z, Kw) in zip(self.strata, kernels, strict=True):
-                out += _exact_hess_vec(Z, Kw, st, self.gamma, Xi)
+            for st, kernel in zip(self.strata, kernels, strict=True):
+                out += _exact_hess_vec(kernel, st, self.gamma, Xi)
             products_left -= 1
             self._kernels = (key, kernels, None, products_left)
             if products_left <= 0:
@@ -532,6 +647,7 @@ class _CachedObjective:
         # (key of the point, M^{-1} or None) of the last preconditioner built.
         self._preconditioner = (None, None)
         self._products_since_build = 0
+        self._shift = 0  # index in _SHIFTS of the last preconditioner's shift
 
     def terms(self, V):
         """Return ``(variance ratio, penalty, largest pairwise MMD², penalty gradient)``."""
@@ -586,11 +702,12 @@ class _CachedObjective:
         ``V``, which keeps the operator symmetric positive definite there. It is
         rebuilt where the penalty's dense Hessian has just been formed (a CG solve
         needed many products at one point), or once the products spent since it
-        was built cost half as much as a new dense Hessian (rent or buy again,
-        across points; half, because a fresh preconditioner also shortens the
-        solves to come: synthetic #2, p = 500, tau = 1e-7, 11.7 s with the whole
-        cost, 10.3 s with half, 9.7 s with a quarter). None with random features
-        (no exact Hessian) or before the first build.
+        was built cost ``_REBUILD_FRACTION`` of a new one (dense Hessian,
+        Cholesky factor and inverse: rent or buy again, across points; less than
+        the whole, because a fresh preconditioner also shortens the solves to
+        come). Synthetic #2 at tau = 1e-7 took 7.1, 8.8 and 5.3 s with a half
+        at p = 500, 600 and 1000, and 7.8, 8.9 and 6.3 s with the whole cost.
+        None with random features (no exact Hessian) or before the first build.
         """
         penalty = self.penalty
         if not penalty.exact_hessian:
@@ -598,7 +715,7 @@ class _CachedObjective:
         formed = penalty.formed_dense(V.shape)
         if formed is not None and formed[0] != self._preconditioner[0]:
             self._build_preconditioner(*formed[1:])
-        elif self._products_since_build >= 0.5 * penalty.dense_budget(V.shape):
+        elif self._products_since_build >= _REBUILD_FRACTION * penalty.dense_budget(V.shape, True):
             self._build_preconditioner(V, penalty.dense_hessian(V))
         if self._preconditioner[1] is None:
             return None
@@ -610,7 +727,11 @@ class _CachedObjective:
         return apply
 
     def _build_preconditioner(self, V, penalty_hessian):
-        factor = _hessian_factor(V, self(V)[1], self, penalty_hessian)
+        # Start one shift below the last one that worked: nearby points need similar
+        # shifts, and each failed Cholesky attempt costs up to a whole factorisation.
+        factor, self._shift = _hessian_factor(
+            V, self(V)[1], self, penalty_hessian, max(self._shift - 1, 0)
+        )
         inverse = None
         if factor is not None:
             # An explicit inverse (LAPACK potri fills the factor's triangle), applied by
@@ -629,12 +750,18 @@ def _riemannian_hessian_matrix(V, egrad, objective, penalty_hessian):
     Euclidean Hessian of ``Q`` minus ``I (x) sym(V^T egrad)`` and ``P`` the
     projection onto the tangent space. ``P = I - W W^T``, with ``W`` of shape
     (p d, d (d + 1) / 2) the orthonormal normal directions ``V Omega``
-    (``Omega`` symmetric), so the projections cost ``O((p d)^2 d^2)``.
+    (``Omega`` symmetric). With ``C = A W - W (W^T A W) / 2``,
+    ``P A P = A - W C^T - C W^T``: one rank-``d (d + 1)`` update of ``A``.
+    Symmetric up to rounding (a Cholesky factorisation reads one triangle).
     """
     p, d = V.shape
     S = V.T @ egrad
-    A = objective.rho * penalty_hessian - 2.0 * np.kron(objective.sigma_matrix, np.eye(d))
-    A -= np.kron(np.eye(p), 0.5 * (S + S.T))
+    A = objective.rho * penalty_hessian
+    blocks = A.reshape(p, d, p, d)
+    for b in range(d):
+        blocks[:, b, :, b] -= 2.0 * objective.sigma_matrix
+    diagonal = np.arange(p)
+    blocks[diagonal, :, diagonal, :] -= 0.5 * (S + S.T)
     rows, cols = np.triu_indices(d)
     W = np.zeros((len(rows), p, d))
     for k, (i, j) in enumerate(zip(rows, cols, strict=True)):
@@ -645,29 +772,40 @@ def _riemannian_hessian_matrix(V, egrad, objective, penalty_hessian):
             W[k, :, i] = V[:, j] * np.sqrt(0.5)
     W = W.reshape(len(rows), p * d).T
     AW = A @ W
-    B = A - W @ AW.T - AW @ W.T + W @ (W.T @ AW) @ W.T
-    return 0.5 * (B + B.T), W
+    C = AW - 0.5 * W @ (W.T @ AW)
+    A -= np.hstack([W, C]) @ np.hstack([C, W]).T
+    return A, W
 
 
-def _hessian_factor(V, egrad, objective, penalty_hessian):
+def _hessian_factor(V, egrad, objective, penalty_hessian, first_shift=0):
     """Cholesky factor of ``P A P + mu P + (I - P)`` (see ``_riemannian_hessian_matrix``).
 
-    The normal space gets the identity, and the smallest ``mu >= 0`` tried (0,
-    then ``1e-6``, ``1e-5``, ... times the largest diagonal entry) that makes
-    the whole positive definite shifts the tangent part where the Hessian is
-    indefinite. None if none works.
+    The normal space gets the identity, and the smallest ``mu`` tried, from
+    ``_SHIFTS[first_shift:]`` times the largest diagonal entry, that makes the
+    whole positive definite shifts the tangent part where the Hessian is
+    indefinite.
+
+    Returns
+    -------
+    factor : tuple or None
+        As from ``scipy.linalg.cho_factor``; None if no shift works.
+    shift : int
+        Index in ``_SHIFTS`` of the shift used.
     """
-    B, W = _riemannian_hessian_matrix(V, egrad, objective, penalty_hessian)
-    # P A P + mu P + (I - P) = (B + W W^T) + mu (I - W W^T)
-    base = B + W @ W.T
-    top = np.max(np.abs(np.diag(B)))
-    for mu in [0.0] + [top * 10.0**k for k in range(-6, 3)]:
-        shifted = base if mu == 0.0 else base + mu * (np.eye(len(B)) - W @ W.T)
+    base, W = _riemannian_hessian_matrix(V, egrad, objective, penalty_hessian)
+    top = np.max(np.abs(np.diag(base)))
+    base += W @ W.T
+    for k in range(first_shift, len(_SHIFTS)):
+        mu = _SHIFTS[k] * top
+        # P A P + mu P + (I - P) = (P A P + W W^T) + mu (I - W W^T)
+        shifted = base if mu == 0.0 else base - mu * (W @ W.T)
+        if mu != 0.0:
+            shifted[np.diag_indices_from(shifted)] += mu
         try:
-            return cho_factor(shifted, check_finite=False)
+            return cho_factor(shifted, check_finite=False), k
         except LinAlgError:
             continue
-    return None
+    return None, len(_SHIFTS)
 
 
 class MMDFairPCA(FairPCABase):

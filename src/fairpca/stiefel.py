@@ -45,6 +45,9 @@ logger = logging.getLogger(__name__)
 ORTHONORMALITY_ATOL = 1e-8
 
 _EPS = np.finfo(np.float64).eps
+#: Conjugate-gradient directions (and their Hessian products) a trust-region step keeps
+#: so that a retry in a smaller region needs no new products (a few MiB in practice).
+_CG_PATH_BYTES = 2**27
 
 
 # ---------------------------------------------------------------------------
@@ -587,7 +590,9 @@ def minimize_trust_region(
     least a tenth of the predicted one; the radius is divided by 4 after a
     poor prediction (ratio < 1/4) and doubled after a good one (> 3/4) that
     reached the boundary (Absil, Baker & Gallivan, 2007; Absil, Mahony &
-    Sepulchre, 2008, ch. 7). Unlike L-BFGS, whose rate degrades with the
+    Sepulchre, 2008, ch. 7). A retry after a rejected step follows the same
+    CG iterations into the smaller region, so it costs no Hessian products.
+    Unlike L-BFGS, whose rate degrades with the
     condition number of the Hessian, the Newton model resolves stiff and
     soft directions alike: use it when the cost is badly conditioned (a
     penalty with a large weight, for instance).
@@ -667,6 +672,7 @@ def minimize_trust_region(
     radius = max_radius / 8
     n_iter = 0
     message = "max_iter reached"
+    cg = None
     while True:
         if grad_norm <= gtol:
             message = "gradient norm <= gtol"
@@ -675,13 +681,14 @@ def minimize_trust_region(
             break
         n_iter += 1
 
-        def hess(xi, V=V, egrad=egrad):
-            return _hessian(V, egrad, hess_vec(V, xi), xi)
+        if cg is None:  # a new point
 
-        precondition = None if preconditioner is None else preconditioner(V, egrad)
-        eta, H_eta, at_boundary, eta_norm = _truncated_cg(
-            grad, grad_norm, hess, radius, max_inner, theta, precondition
-        )
+            def hess(xi, V=V, egrad=egrad):
+                return _hessian(V, egrad, hess_vec(V, xi), xi)
+
+            precondition = None if preconditioner is None else preconditioner(V, egrad)
+            cg = _SteihaugCG(grad, grad_norm, hess, max_inner, theta, precondition)
+        eta, H_eta, at_boundary, eta_norm = cg.solve(radius)
         V_new = retract(V, eta)
         cost_new, egrad_new = objective(V_new, f"at trust-region step {n_iter}")
         model_decrease = -(_inner(grad, eta) + 0.5 * _inner(eta, H_eta))
@@ -699,18 +706,21 @@ def minimize_trust_region(
             grad_norm = np.sqrt(_inner(grad, grad))
             costs.append(cost)
             grad_norms.append(grad_norm)
+            cg = None
             if callback is not None and callback(n_iter, V, cost, grad_norm) is True:
                 message = "stopped by callback" if grad_norm > gtol else "gradient norm <= gtol"
                 break
         elif radius < 1e-14 * max_radius:
             message = "trust region collapsed"
             break
+        elif not cg.replayable:
+            cg = None
 
     return _result(V, cost, grad_norm, gtol, n_iter, message, objective, costs, grad_norms)
 
 
-def _truncated_cg(grad, grad_norm, hess, radius, max_inner, theta, precondition=None):
-    """Steihaug-Toint CG on the trust-region model.
+class _SteihaugCG:
+    """Steihaug-Toint CG on the trust-region model at one point.
 
     With a preconditioner ``M`` (``precondition(r) = M^{-1} r``, symmetric
     positive definite on the tangent space) the region is the ellipsoid
@@ -718,43 +728,100 @@ def _truncated_cg(grad, grad_norm, hess, radius, max_inner, theta, precondition=
     directions are carried by the usual recurrences, so ``M`` itself is never
     applied (Conn, Gould & Toint, 2000, section 7.5).
 
-    Returns
-    -------
-    eta, H_eta : ndarray
-        The step and ``Hess[eta]``.
-    at_boundary : bool
-    eta_norm : float
-        ``||eta||_M`` (the Euclidean norm without a preconditioner).
+    The iterations do not depend on the radius until one of them leaves the
+    region, so the directions are kept (up to ``_CG_PATH_BYTES``): after a
+    rejected step, the solution in a smaller region lies on the same path and
+    costs no Hessian product.
+
+    Parameters
+    ----------
+    grad : ndarray of shape (p, d)
+        The model's linear term (the Riemannian gradient).
+    grad_norm : float
+        Its norm.
+    hess : callable
+        Tangent vector -> the Riemannian Hessian applied to it.
+    max_inner : int
+        Most iterations.
+    theta : float
+        Stop inside the region once the residual is at most
+        ``grad_norm min(grad_norm^theta, 0.1)``.
+    precondition : callable or None, default=None
     """
-    eta = np.zeros_like(grad)
-    H_eta = np.zeros_like(grad)
-    r = grad.copy()
-    z = r if precondition is None else precondition(r)
-    rz = _inner(r, z)
-    delta = -z
-    # M-inner products <eta, eta>, <eta, delta>, <delta, delta>.
-    ee, ed, dd = 0.0, 0.0, rz
-    target = grad_norm * min(grad_norm**theta, 0.1)
-    for _ in range(max_inner):
-        H_delta = hess(delta)
+
+    def __init__(self, grad, grad_norm, hess, max_inner, theta, precondition=None):
+        self._hess = hess
+        self._precondition = precondition
+        self._max_inner = max_inner
+        self._target = grad_norm * min(grad_norm**theta, 0.1)
+        self._keep = max(1, _CG_PATH_BYTES // (2 * grad.nbytes))
+        self._r = grad.copy()
+        self._z = self._r if precondition is None else precondition(self._r)
+        self._rz = _inner(self._r, self._z)
+        # (delta, H delta, alpha, <eta, eta>_M, <eta, delta>_M, <delta, delta>_M, and
+        # <eta + alpha delta, eta + alpha delta>_M) of each iteration; None once dropped.
+        self._steps = []
+        self._final_ee = None  # set when the iterations stop inside every region
+        #: Whether :meth:`solve` may still be called with a smaller radius.
+        self.replayable = True
+
+    def solve(self, radius):
+        """The model's approximate minimiser in the region of this radius.
+
+        Returns
+        -------
+        eta, H_eta : ndarray
+            The step and ``Hess[eta]``.
+        at_boundary : bool
+        eta_norm : float
+            ``||eta||_M`` (the Euclidean norm without a preconditioner).
+        """
+        eta = np.zeros_like(self._r)
+        H_eta = np.zeros_like(self._r)
+        k = 0
+        while k < len(self._steps) or self._extend():
+            delta, H_delta, alpha, ee, ed, dd, ee_new = self._steps[k]
+            if ee_new >= radius**2:
+                # Negative curvature or leaving the region: go to the boundary along delta.
+                t = (-ed + np.sqrt(max(ed**2 + dd * (radius**2 - ee), 0.0))) / dd
+                return eta + t * delta, H_eta + t * H_delta, True, radius
+            eta = eta + alpha * delta
+            H_eta = H_eta + alpha * H_delta
+            k += 1
+        return eta, H_eta, False, np.sqrt(self._final_ee)
+
+    def _extend(self):
+        """Compute the next iteration; False if the iterations have stopped inside."""
+        if self._final_ee is not None:
+            return False
+        if self._steps:
+            delta, H_delta, alpha, _, ed, dd, ee = self._steps[-1]
+            self._r = self._r + alpha * H_delta
+            if len(self._steps) >= self._max_inner or np.sqrt(_inner(self._r, self._r)) <= (
+                self._target
+            ):
+                self._final_ee = ee
+                return False
+            z = self._r if self._precondition is None else self._precondition(self._r)
+            rz = _inner(self._r, z)
+            beta = rz / self._rz
+            delta = -z + beta * delta
+            ed = beta * (ed + alpha * dd)
+            dd = rz + beta**2 * dd
+            self._rz = rz
+        else:
+            delta, ee, ed, dd = -self._z, 0.0, 0.0, self._rz
+        H_delta = self._hess(delta)
         curvature = _inner(delta, H_delta)
-        alpha = rz / curvature if curvature > 0 else np.inf
+        alpha = self._rz / curvature if curvature > 0 else np.inf
         ee_new = ee + 2.0 * alpha * ed + alpha**2 * dd if np.isfinite(alpha) else np.inf
-        if ee_new >= radius**2:
-            # Negative curvature or leaving the region: go to the boundary along delta.
-            t = (-ed + np.sqrt(max(ed**2 + dd * (radius**2 - ee), 0.0))) / dd
-            return eta + t * delta, H_eta + t * H_delta, True, radius
-        eta = eta + alpha * delta
-        H_eta = H_eta + alpha * H_delta
-        ee = ee_new
-        r = r + alpha * H_delta
-        if np.sqrt(_inner(r, r)) <= target:
-            break
-        z = r if precondition is None else precondition(r)
-        rz_new = _inner(r, z)
-        beta = rz_new / rz
-        delta = -z + beta * delta
-        ed = beta * (ed + alpha * dd)
-        dd = rz_new + beta**2 * dd
-        rz = rz_new
-    return eta, H_eta, False, np.sqrt(ee)
+        self._steps.append((delta, H_delta, alpha, ee, ed, dd, ee_new))
+        if len(self._steps) > self._keep:
+            self._steps[-1 - self._keep] = None
+            self.replayable = False
+        return True
+
+
+def _truncated_cg(grad, grad_norm, hess, radius, max_inner, theta, precondition=None):
+    """One solve of :class:`_SteihaugCG`: ``(eta, H_eta, at_boundary, eta_norm)``."""
+    return _SteihaugCG(grad, grad_norm, hess, max_inner, theta, precondition).solve(radius)
