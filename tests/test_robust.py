@@ -1,3 +1,4 @@
+import contextlib
 import logging
 import warnings
 
@@ -204,6 +205,116 @@ def test_zero_radii_objective_is_are_plus_lam_abdiff(data):
     est.fit(X, sensitive_features=s)
     expected = reconstruction_error(X, est) + 0.7 * reconstruction_error_gap(X, s, est)
     assert est.objective_ == pytest.approx(expected, rel=1e-10)
+
+
+# ----------------------------------------------------------------------------- the descent
+
+
+def _active_weights(m, prop, eps, lam):
+    """dF/dm_b of the first maximising pair of Theorem B.2, written out."""
+    k = len(prop)
+    values = _pair_values(m, prop, eps, lam)
+    pairs = [(a, a2) for a in range(k) for a2 in range(k) if a != a2]
+    a, a2 = pairs[int(np.argmax(values))]
+    c = np.array(prop, dtype=float)
+    c[a] = prop[a] + lam
+    c[a2] = abs(prop[a2] - lam)
+    linear = np.array(prop, dtype=float)
+    linear[a] += lam
+    linear[a2] -= lam
+    return values.max(), linear + c * np.sqrt(eps) / np.sqrt(m)
+
+
+def _reference_descent(V0, M, prop, eps, lam, n_iter, parametrization):
+    """Algorithm 1 for one start, step by step with plain matrices and a Householder QR."""
+    step = 1.0 / np.sqrt(n_iter + 1.0)
+    X, history, best = V0.copy(), [], (np.inf, None)
+    for t in range(n_iter + 1):
+        quad = np.array([np.trace(X.T @ Mb @ X) for Mb in M])
+        m = quad if parametrization == "complement" else np.trace(M, axis1=1, axis2=2) - quad
+        value, w = _active_weights(m, prop, eps, lam)
+        history.append(value)
+        if value < best[0]:
+            best = (value, X.copy())
+        if t == n_iter:
+            break
+        sign = 2.0 if parametrization == "complement" else -2.0
+        G = sign * sum(wb * Mb @ X for wb, Mb in zip(w, M, strict=True))
+        xi = G - X @ (0.5 * (X.T @ G + G.T @ X))
+        Q, R = np.linalg.qr(X - step * xi)
+        X = Q * np.where(np.diag(R) < 0, -1.0, 1.0)
+    return best[1], best[0], np.array(history)
+
+
+@pytest.mark.parametrize(
+    ("parametrization", "k", "scale"),
+    [("direct", 2, 1.0), ("direct", 3, 1.0), ("complement", 2, 1.0), ("direct", 2, 30.0)],
+)
+def test_batched_descent_equals_step_by_step_reference(parametrization, k, scale):
+    """Every start of the vectorised descent follows Algorithm 1 written out plainly.
+
+    ``scale = 30`` makes steps large enough for the Householder branch of the
+    retraction; the others use its Cholesky branch.
+    """
+    rng = np.random.default_rng(11)
+    p, d, n_iter = 7, 3, 60
+    M = scale * _random_moments(rng, k, p)
+    prop = rng.dirichlet(np.ones(k))
+    eps, lam = rng.uniform(0.01, 0.1, k), 0.4
+    problem = _Problem(M, prop, eps, lam)
+    r = d if parametrization == "direct" else p - d
+    starts = np.stack([_orthonormal(rng, p, r) for _ in range(3)])
+    points, values, history = robust._subgradient_descent(
+        starts, problem, parametrization, "qr", n_iter
+    )
+    for i in range(len(starts)):
+        point, value, steps = _reference_descent(
+            starts[i], M, prop, eps, lam, n_iter, parametrization
+        )
+        np.testing.assert_allclose(history[i], steps, rtol=1e-12)
+        assert values[i] == pytest.approx(value, rel=1e-12)
+        np.testing.assert_allclose(points[i], point, rtol=0, atol=1e-11)
+
+
+def test_cholesky_qr_equals_householder_qr_and_falls_back():
+    rng = np.random.default_rng(12)
+    p, r = 9, 4
+    X = np.stack([_orthonormal(rng, p, r) for _ in range(5)])
+
+    def householder(Y):
+        Q, R = np.linalg.qr(Y)
+        return Q * np.sign(np.diagonal(R, axis1=1, axis2=2))[:, None, :]
+
+    def tangent_step(size):
+        G = rng.standard_normal(X.shape)
+        XtG = X.transpose(0, 2, 1) @ G
+        xi = G - X @ (0.5 * (XtG + XtG.transpose(0, 2, 1)))
+        return X + size * xi / np.linalg.norm(xi, axis=(1, 2), keepdims=True)
+
+    calls = []
+    original = robust._qr_factor
+
+    def spy(Y):
+        calls.append(Y.shape)
+        return original(Y)
+
+    for size, householder_used in ((0.1, False), (3.0, False), (20.0, True)):
+        calls.clear()
+        Y = tangent_step(size)
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(robust, "_qr_factor", spy)
+            Qt = robust._qr_factor_rows(np.ascontiguousarray(Y.transpose(0, 2, 1)))
+        assert bool(calls) == householder_used
+        np.testing.assert_allclose(Qt.transpose(0, 2, 1), householder(Y), rtol=0, atol=1e-13)
+
+
+def test_blas_limit_skipped_only_for_small_products():
+    from threadpoolctl import threadpool_limits
+
+    # A default fit at p = 20 (21 starts, d = 5, two groups): below OpenBLAS's threshold.
+    assert isinstance(robust._single_blas_thread(np.zeros((21, 20, 5)), 2), contextlib.nullcontext)
+    with robust._single_blas_thread(np.zeros((21, 100, 5)), 2) as limiter:
+        assert isinstance(limiter, threadpool_limits)
 
 
 # ----------------------------------------------------------------------------- the estimator
