@@ -13,12 +13,14 @@ from fairpca.experiments import lee2022
 from fairpca.metrics import explained_variance_ratio, mmd2
 from fairpca.mmd import (
     _REBUILD_FRACTION,
+    _SHIFTS,
     _CachedObjective,
     _exact_hess_vec,
     _exact_hessian,
     _hessian_by_pairs,
     _hessian_by_rows,
     _hessian_costs,
+    _hessian_factor,
     _kernel_group_sums,
     _Penalty,
     _qmc_frequencies,
@@ -204,6 +206,7 @@ def test_riemannian_hessian_matrix_and_preconditioner(three_groups, n_rows):
     sigma = X.T @ X / len(X)
     penalty = _Penalty([_stratum(X, codes)], 1.2, "exact")
     objective = _CachedObjective(X, sigma, penalty)
+    assert (objective._sigma is None) == (n_rows == 4)
     objective.rho = 30.0
     V = random_point(6, 2, random_state=11)
     _, egrad = objective(V)
@@ -238,6 +241,10 @@ def test_riemannian_hessian_matrix_and_preconditioner(three_groups, n_rows):
     mu = np.sum((xi1 - a1) * b1) / np.sum(b1 * b1)
     tangent_eigs = np.linalg.eigvalsh(B + 1e6 * (W @ W.T))[: B.shape[0] - W.shape[1]]
     assert tangent_eigs.min() < 0 and mu + tangent_eigs.min() > 0
+    # The shift search starts where asked (later builds start one below the last shift).
+    _, shift = _hessian_factor(V, egrad, objective, dense)
+    assert shift >= 1 and mu == pytest.approx(_SHIFTS[shift] * np.abs(np.diag(B)).max())
+    assert _hessian_factor(V, egrad, objective, dense, first_shift=shift + 1)[1] == shift + 1
     np.testing.assert_allclose(a1 + mu * b1, xi1, rtol=1e-8, atol=1e-10)
     a2, b2 = apply((B @ xi2.ravel()).reshape(V.shape)), apply(xi2)
     np.testing.assert_allclose(a2 + mu * b2, xi2, rtol=1e-8, atol=1e-10)

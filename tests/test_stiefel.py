@@ -535,7 +535,7 @@ def test_trust_region_nonlinear_cost_reaches_a_stationary_point(eigen_problem):
 def test_truncated_cg_stops_at_the_forcing_residual(theta):
     # Interior solves of an SPD model: the residual g + H eta must meet
     # ||g|| min(||g||^theta, 0.1), and the looser exponent needs fewer products.
-    from fairpca.stiefel import _truncated_cg
+    from fairpca.stiefel import _SteihaugCG
 
     rng = np.random.default_rng(31)
     H = _psd_with_spectrum(np.logspace(0, 3, 12), 32)
@@ -549,7 +549,8 @@ def test_truncated_cg_stops_at_the_forcing_residual(theta):
             calls.append(1)
             return (H @ xi.ravel()).reshape(xi.shape)
 
-        eta, H_eta, at_boundary, eta_norm = _truncated_cg(grad, grad_norm, hess, 1e6, 100, exponent)
+        cg = _SteihaugCG(grad, grad_norm, hess, 100, exponent)
+        eta, H_eta, at_boundary, eta_norm = cg.solve(1e6)
         # the norm comes from the CG recurrences, exact up to their rounding
         assert not at_boundary and eta_norm == pytest.approx(np.linalg.norm(eta), rel=1e-6)
         np.testing.assert_allclose(H_eta.ravel(), H @ eta.ravel(), rtol=1e-10, atol=1e-18)
@@ -602,7 +603,7 @@ def test_cg_path_gives_every_smaller_region_without_new_products(preconditioned)
     # steps), then a larger one: each answer equals a fresh solve at that radius; the
     # smaller regions cost no Hessian product. An indefinite model (the path ends at
     # negative curvature) and an SPD one whose path ends inside the largest region.
-    from fairpca.stiefel import _SteihaugCG, _truncated_cg
+    from fairpca.stiefel import _SteihaugCG
 
     rng = np.random.default_rng(40)
     grad = rng.standard_normal((5, 3))
@@ -631,7 +632,7 @@ def test_cg_path_gives_every_smaller_region_without_new_products(preconditioned)
             at_boundary.append(kept[2])
             if radius <= 3.0:
                 assert len(calls) == before
-            fresh = _truncated_cg(grad, grad_norm, hess, radius, 15, 1.0, M)
+            fresh = _SteihaugCG(grad, grad_norm, hess, 15, 1.0, M).solve(radius)
             np.testing.assert_allclose(kept[0], fresh[0], rtol=1e-13, atol=1e-15)
             np.testing.assert_allclose(kept[1], fresh[1], rtol=1e-13, atol=1e-15)
             assert kept[2:] == pytest.approx(fresh[2:], rel=1e-13)
@@ -651,7 +652,7 @@ def test_preconditioned_truncated_cg_measures_the_region_in_the_m_norm():
     # With M = H (SPD) preconditioned CG solves the Newton system in one iteration;
     # when the region is smaller, the step lies on the ellipsoid ||eta||_M = radius
     # and still decreases the model.
-    from fairpca.stiefel import _truncated_cg
+    from fairpca.stiefel import _SteihaugCG
 
     rng = np.random.default_rng(38)
     H = _psd_with_spectrum(np.logspace(0, 4, 12), 39)
@@ -669,17 +670,17 @@ def test_preconditioned_truncated_cg_measures_the_region_in_the_m_norm():
 
     newton = -(H_inv @ grad.ravel()).reshape(grad.shape)
     newton_norm = np.sqrt(newton.ravel() @ H @ newton.ravel())
-    eta, H_eta, at_boundary, eta_norm = _truncated_cg(
-        grad, grad_norm, hess, 2 * newton_norm, 50, 1.0, precondition
-    )
+    eta, H_eta, at_boundary, eta_norm = _SteihaugCG(
+        grad, grad_norm, hess, 50, 1.0, precondition
+    ).solve(2 * newton_norm)
     assert not at_boundary and len(calls) == 1
     np.testing.assert_allclose(eta, newton, rtol=1e-8)
     assert eta_norm == pytest.approx(newton_norm, rel=1e-10)
 
     radius = 0.3 * newton_norm
-    eta, H_eta, at_boundary, eta_norm = _truncated_cg(
-        grad, grad_norm, hess, radius, 50, 1.0, precondition
-    )
+    eta, H_eta, at_boundary, eta_norm = _SteihaugCG(
+        grad, grad_norm, hess, 50, 1.0, precondition
+    ).solve(radius)
     assert at_boundary and eta_norm == radius
     assert np.sqrt(eta.ravel() @ H @ eta.ravel()) == pytest.approx(radius, rel=1e-10)
     np.testing.assert_allclose(H_eta.ravel(), H @ eta.ravel(), rtol=1e-10)

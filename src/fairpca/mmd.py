@@ -790,7 +790,7 @@ def _hessian_factor(V, egrad, objective, penalty_hessian, first_shift=0):
     factor : tuple or None
         As from ``scipy.linalg.cho_factor``; None if no shift works.
     shift : int
-        Index in ``_SHIFTS`` of the shift used.
+        Index in ``_SHIFTS`` of the shift used (0 if none works).
     """
     base, W = _riemannian_hessian_matrix(V, egrad, objective, penalty_hessian)
     top = np.max(np.abs(np.diag(base)))
@@ -805,7 +805,7 @@ def _hessian_factor(V, egrad, objective, penalty_hessian, first_shift=0):
             return cho_factor(shifted, check_finite=False), k
         except LinAlgError:
             continue
-    return None, len(_SHIFTS)
+    return None, 0
 
 
 class MMDFairPCA(FairPCABase):

@@ -592,10 +592,10 @@ def minimize_trust_region(
     reached the boundary (Absil, Baker & Gallivan, 2007; Absil, Mahony &
     Sepulchre, 2008, ch. 7). A retry after a rejected step follows the same
     CG iterations into the smaller region, so it costs no Hessian products.
-    Unlike L-BFGS, whose rate degrades with the
-    condition number of the Hessian, the Newton model resolves stiff and
-    soft directions alike: use it when the cost is badly conditioned (a
-    penalty with a large weight, for instance).
+    Unlike L-BFGS, whose rate degrades with the condition number of the
+    Hessian, the Newton model resolves stiff and soft directions alike: use
+    it when the cost is badly conditioned (a penalty with a large weight, for
+    instance).
 
     The Riemannian Hessian is ``P_V(D egrad(V)[xi] - xi sym(V^T egrad))``,
     built from the Euclidean Hessian-vector product ``hess_vec``; a small
@@ -820,8 +820,3 @@ class _SteihaugCG:
             self._steps[-1 - self._keep] = None
             self.replayable = False
         return True
-
-
-def _truncated_cg(grad, grad_norm, hess, radius, max_inner, theta, precondition=None):
-    """One solve of :class:`_SteihaugCG`: ``(eta, H_eta, at_boundary, eta_norm)``."""
-    return _SteihaugCG(grad, grad_norm, hess, max_inner, theta, precondition).solve(radius)
