@@ -640,6 +640,44 @@ def test_cg_path_gives_every_smaller_region_without_new_products(preconditioned)
         assert at_boundary[2] and at_boundary[-1] == negative_curvature
 
 
+def test_cg_survives_a_preconditioner_that_is_not_positive_definite():
+    # Negative definite along the gradient: plain CG instead (the same steps). Indefinite
+    # further on: the solve stops at the last iterate, which decreases the model.
+    from fairpca.stiefel import _SteihaugCG
+
+    rng = np.random.default_rng(43)
+    H = _psd_with_spectrum(np.logspace(0, 2, 12), 44)
+    grad = rng.standard_normal((4, 3))
+    grad_norm = np.linalg.norm(grad)
+
+    def hess(xi):
+        return (H @ xi.ravel()).reshape(xi.shape)
+
+    plain = _SteihaugCG(grad, grad_norm, hess, 12, 1.0).solve(1e3)
+    negated = _SteihaugCG(grad, grad_norm, hess, 12, 1.0, lambda r: -r).solve(1e3)
+    for a, b in zip(plain, negated, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+    signs = np.ones(12)
+    signs[:3] = -1.0  # M^{-1} = diag(signs): indefinite, positive along the gradient
+    grad = np.zeros(12)
+    grad[3:] = 1.0
+    grad = grad.reshape(4, 3)
+    values = []
+
+    def indefinite(r):
+        z = signs.reshape(4, 3) * r
+        values.append(np.vdot(r, z))
+        return z
+
+    cg = _SteihaugCG(grad, np.linalg.norm(grad), hess, 12, 1.0, indefinite)
+    eta, H_eta, at_boundary, _ = cg.solve(1e3)
+    assert np.all(np.isfinite(eta)) and not at_boundary
+    assert np.vdot(grad, eta) + 0.5 * np.vdot(eta, H_eta) < 0
+    first_bad = next(k for k, value in enumerate(values) if value <= 0)
+    assert first_bad >= 2 and len(values) == first_bad + 1 and len(cg._steps) == first_bad
+
+
 def test_trust_region_theta_is_validated():
     A = _psd_with_spectrum(np.linspace(1.0, 3.0, 6), 35)
     V0 = random_point(6, 2, random_state=36)

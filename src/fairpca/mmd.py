@@ -37,7 +37,7 @@ from typing import NamedTuple
 
 import numpy as np
 from scipy.linalg import LinAlgError, cho_factor, eigh
-from scipy.linalg.blas import dsymv
+from scipy.linalg.blas import ssymv
 from scipy.linalg.lapack import dpotri
 from scipy.spatial.distance import cdist
 from sklearn.exceptions import ConvergenceWarning
@@ -722,7 +722,8 @@ class _CachedObjective:
         inverse, lower = self._preconditioner[1]
 
         def apply(r):
-            return _proj(V, dsymv(1.0, inverse, r.ravel(), lower=int(lower)).reshape(r.shape))
+            z = ssymv(1.0, inverse, r.ravel().astype(np.float32), lower=int(lower))
+            return _proj(V, z.astype(np.float64).reshape(r.shape))
 
         return apply
 
@@ -738,9 +739,37 @@ class _CachedObjective:
             # BLAS symv, which reads only that triangle: 10 times faster than two
             # triangular solves at p d = 1705 (0.34 ms against 4.2 ms, one thread).
             inverse, info = dpotri(*factor)
-            inverse = None if info != 0 else (inverse, factor[1])
+            inverse = None if info != 0 else (_single_precision(inverse, factor[1]), factor[1])
         self._preconditioner = (V.tobytes(), inverse)
         self._products_since_build = 0
+
+
+def _single_precision(inverse, lower):
+    """``fl32(S + delta I)`` with ``delta = 2^-23 ||S||_F``, for the preconditioner.
+
+    ``S`` is symmetric positive definite, stored in the lower (or upper)
+    triangle of ``inverse`` (the other triangle is ignored). Each CG iteration
+    reads the whole triangle from memory (11.6 MB at ``p d = 1705``, beyond
+    the cache): single precision halves that, and made synthetic #2 at
+    p = 600, tau = 1e-7 about a quarter faster (8.0-8.3 s against 10.4-12.5 s,
+    same point). Rounding moves each entry by at most ``2^-24`` of itself, so
+    the change has 2-norm at most ``2^-24 ||S + delta I||_F < delta``: the
+    stored matrix stays positive definite whatever the condition number of
+    ``S`` (a plain cast can lose definiteness once it exceeds about 1e7; at
+    p = 600 it reached 3e6, and the shift moves the smallest eigenvalue of
+    ``S`` by under 20 %).
+
+    Returns
+    -------
+    ndarray of shape (n, n), float32
+        The same triangle holds ``S + delta I``.
+    """
+    off = np.tril(inverse, -1) if lower else np.triu(inverse, 1)
+    diagonal = np.diag(inverse)
+    delta = 2.0**-23 * np.sqrt(2.0 * np.vdot(off, off) + diagonal @ diagonal)
+    single = inverse.astype(np.float32)
+    single[np.diag_indices_from(single)] = diagonal + delta
+    return single
 
 
 def _riemannian_hessian_matrix(V, egrad, objective, penalty_hessian):

@@ -747,6 +747,9 @@ class _SteihaugCG:
         Stop inside the region once the residual is at most
         ``grad_norm min(grad_norm^theta, 0.1)``.
     precondition : callable or None, default=None
+        ``r -> M^{-1} r``. Should ``r^T M^{-1} r <= 0`` occur (``M`` not
+        positive definite, as rounding could make it), the solve stops at the
+        current iterate, or at the start runs without the preconditioner.
     """
 
     def __init__(self, grad, grad_norm, hess, max_inner, theta, precondition=None):
@@ -758,6 +761,8 @@ class _SteihaugCG:
         self._r = grad.copy()
         self._z = self._r if precondition is None else precondition(self._r)
         self._rz = _inner(self._r, self._z)
+        if not self._rz > 0:  # not positive definite along the gradient: plain CG
+            self._precondition, self._z, self._rz = None, self._r, _inner(self._r, self._r)
         # (delta, H delta, alpha, <eta, eta>_M, <eta, delta>_M, <delta, delta>_M, and
         # <eta + alpha delta, eta + alpha delta>_M) of each iteration; None once dropped.
         self._steps = []
@@ -804,6 +809,9 @@ class _SteihaugCG:
                 return False
             z = self._r if self._precondition is None else self._precondition(self._r)
             rz = _inner(self._r, z)
+            if not rz > 0:  # the preconditioner is not positive definite here: stop
+                self._final_ee = ee
+                return False
             beta = rz / self._rz
             delta = -z + beta * delta
             ed = beta * (ed + alpha * dd)
