@@ -868,7 +868,8 @@ class MMDFairPCA(FairPCABase):
     (:func:`fairpca.stiefel.minimize_trust_region`, truncated CG with the
     exact Hessian of the penalty, stopping exponent ``theta = 0.5`` and,
     as preconditioner, the Riemannian Hessian formed as a matrix at a recent
-    point, at most 300 steps; exact mode only);
+    point and inverted, its inverse kept in single precision; at most 300
+    steps; exact mode only);
     ``eps_0 = 0.1``, ``eps_{k+1} = max(1e-6, eps_k / 10)`` (floor 1e-5 with
     random features, whose single-precision cost is noisy below it);
     ``rho_0 = 1 / penalty(V_PCA)``, doubled (up to ``1e10``) after every outer
