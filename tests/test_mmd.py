@@ -232,9 +232,15 @@ def test_riemannian_hessian_matrix_and_preconditioner(three_groups, n_rows):
         z1, z2 = apply(r1), apply(r2)
         np.testing.assert_allclose(z1, tangent_projection(point, z1), atol=1e-12)
         assert np.sum(r1 * z1) > 0
-        # M^{-1} is stored exactly symmetric, in single precision (see _single_precision).
-        scale = np.linalg.norm(r1) * np.linalg.norm(z2)
-        assert abs(np.sum(r1 * z2) - np.sum(r2 * z1)) <= 1e-6 * scale
+        # M^{-1} is one triangle in single precision (_single_precision): apply is the
+        # projected product with that symmetric matrix, up to single-precision rounding.
+        stored, lower = objective._preconditioner[1]
+        triangle = np.tril(stored) if lower else np.triu(stored)
+        F = triangle.astype(np.float64) + np.tril(triangle, -1).T + np.triu(triangle, 1).T
+        for r, z in ((r1, z1), (r2, z2)):
+            expected = tangent_projection(point, (F @ r.ravel()).reshape(r.shape))
+            tolerance = 1e-6 * np.abs(F).sum(axis=1).max() * np.abs(r).max()
+            np.testing.assert_allclose(z, expected, rtol=0, atol=tolerance)
     # At V, M = B + mu P on the tangent space for one mu >= 0 (0 if B is positive
     # definite there, which it is not at this random point): M^{-1} (B xi + mu xi) = xi,
     # to single precision.
@@ -258,24 +264,28 @@ def test_riemannian_hessian_matrix_and_preconditioner(three_groups, n_rows):
 def test_single_precision_preconditioner_stays_positive_definite(lower):
     # S with condition number 1e10, stored in one triangle (the other holds garbage, as
     # LAPACK potri leaves it): a plain cast to single precision is indefinite, the
-    # shifted one is not, and it is S + delta I to single precision.
+    # shifted one is not, its eigenvalues are at least those of S, and it is
+    # S + delta I to single precision with delta far below the largest eigenvalue.
     from fairpca.mmd import _single_precision
 
     rng = np.random.default_rng(17)
     Q = np.linalg.qr(rng.standard_normal((300, 300)))[0]
-    S = (Q * np.logspace(-10, 0, 300)) @ Q.T
+    eigenvalues = np.logspace(-10, 0, 300)
+    S = (Q * eigenvalues) @ Q.T
     S = 0.5 * (S + S.T)
     stored = np.tril(S) + np.triu(np.full_like(S, 1e30), 1)
     if not lower:
         stored = stored.T.copy()
     assert np.linalg.eigvalsh(S.astype(np.float32).astype(np.float64)).min() < 0
     single = _single_precision(stored, lower)
-    assert single.dtype == np.float32
+    assert single.dtype == np.float32 and single.flags.f_contiguous
     triangle = np.tril(single.astype(np.float64)) if lower else np.triu(single.astype(np.float64))
     full = triangle + triangle.T - np.diag(np.diag(triangle))
-    assert np.linalg.eigvalsh(full).min() > 0
-    delta = 2.0**-23 * np.linalg.norm(S)
-    np.testing.assert_allclose(full, S + delta * np.eye(300), rtol=2.0**-24, atol=0)
+    shifted = np.linalg.eigvalsh(full)
+    assert np.all(shifted >= eigenvalues)
+    delta = np.mean(np.diag(full) - np.diag(S))
+    assert 0 < delta < 1e-6
+    np.testing.assert_allclose(full, S + delta * np.eye(300), rtol=2.0**-24, atol=1e-12 * delta)
 
 
 def test_preconditioner_is_rebuilt_after_products_at_other_points(three_groups):
