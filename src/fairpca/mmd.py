@@ -714,9 +714,10 @@ class _CachedObjective:
             return None
         formed = penalty.formed_dense(V.shape)
         if formed is not None and formed[0] != self._preconditioner[0]:
-            self._build_preconditioner(*formed[1:])
+            _, point, dense = formed
+            self._build_preconditioner(point, self(point)[1], dense)
         elif self._products_since_build >= _REBUILD_FRACTION * penalty.dense_budget(V.shape, True):
-            self._build_preconditioner(V, penalty.dense_hessian(V))
+            self._build_preconditioner(V, egrad, penalty.dense_hessian(V))
         if self._preconditioner[1] is None:
             return None
         inverse, lower = self._preconditioner[1]
@@ -727,11 +728,11 @@ class _CachedObjective:
 
         return apply
 
-    def _build_preconditioner(self, V, penalty_hessian):
+    def _build_preconditioner(self, V, egrad, penalty_hessian):
         # Start one shift below the last one that worked: nearby points need similar
         # shifts, and each failed Cholesky attempt costs up to a whole factorisation.
         factor, self._shift = _hessian_factor(
-            V, self(V)[1], self, penalty_hessian, max(self._shift - 1, 0)
+            V, egrad, self, penalty_hessian, max(self._shift - 1, 0)
         )
         inverse = None
         if factor is not None:
@@ -827,11 +828,12 @@ def _hessian_factor(V, egrad, objective, penalty_hessian, first_shift=0):
     """
     base, W = _riemannian_hessian_matrix(V, egrad, objective, penalty_hessian)
     top = np.max(np.abs(np.diag(base)))
-    base += W @ W.T
+    normal = W @ W.T  # I - P
+    base += normal
     for k in range(first_shift, len(_SHIFTS)):
         mu = _SHIFTS[k] * top
         # P A P + mu P + (I - P) = (P A P + W W^T) + mu (I - W W^T)
-        shifted = base if mu == 0.0 else base - mu * (W @ W.T)
+        shifted = base if mu == 0.0 else base - mu * normal
         if mu != 0.0:
             shifted[np.diag_indices_from(shifted)] += mu
         try:

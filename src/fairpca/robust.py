@@ -239,27 +239,6 @@ def _objective_and_gradient_rows(Xt, problem, parametrization):
     return values, gradient_t
 
 
-def _objective_and_gradient(X, problem, parametrization):
-    """Objective and Euclidean (sub)gradient at ``R`` stacked points.
-
-    Parameters
-    ----------
-    X : ndarray of shape (R, p, r)
-        Points with orthonormal columns: ``U`` (r = p - d) or ``V`` (r = d).
-    problem : _Problem
-    parametrization : {"complement", "direct"}
-
-    Returns
-    -------
-    values : ndarray of shape (R,)
-    gradient : ndarray of shape (R, p, r)
-    """
-    values, gradient_t = _objective_and_gradient_rows(
-        np.ascontiguousarray(X.transpose(0, 2, 1)), problem, parametrization
-    )
-    return values, gradient_t.transpose(0, 2, 1)
-
-
 def _tangent_rows(Xt, Gt):
     """Transposed projection of stacked ``G`` onto the Stiefel tangent spaces at ``X``.
 
@@ -449,7 +428,7 @@ def robust_objective(components, second_moments, proportions, radii, lam):
     if np.any(radii < 0):
         raise ValueError("radii must be non-negative.")
     problem = _Problem(M, proportions, radii, lam)
-    values, _ = _objective_and_gradient(V[None], problem, "direct")
+    values, _ = _objective_and_gradient_rows(V.T[None], problem, "direct")
     return float(values[0])
 
 
@@ -666,7 +645,7 @@ n_components_, component_scales_, n_features_in_, feature_names_in_
         self.radii_ = problem.radii
         if d == p:
             # Nothing to reconstruct: every m_b is 0 and the subspace is all of R^p.
-            values, _ = _objective_and_gradient(np.eye(p)[None], problem, "direct")
+            values, _ = _objective_and_gradient_rows(np.eye(p)[None], problem, "direct")
             self.objective_ = float(values[0])
             self.history_ = np.full(self.n_iter + 1, self.objective_)
             self.n_iter_, self.converged_ = int(self.n_iter), True
