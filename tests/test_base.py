@@ -14,7 +14,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import fairpca
-from fairpca._base import FairPCABase, public_estimators
+from fairpca._base import FairPCABase
 
 
 class GroupBalancedPCA(FairPCABase):
@@ -40,7 +40,7 @@ class GroupBalancedPCA(FairPCABase):
 
 
 @parametrize_with_checks(
-    [GroupBalancedPCA()] + [cls(n_components=1) for cls in public_estimators()]
+    [GroupBalancedPCA()] + [cls(n_components=1) for cls in fairpca.all_estimators()]
 )
 def test_sklearn_compatible(estimator, check):
     with warnings.catch_warnings():
@@ -250,14 +250,14 @@ def test_metrics_read_fitted_estimators(grouped):
     )
 
 
-def test_public_estimators_lists_concrete_exported_classes(monkeypatch):
+def test_all_estimators_lists_concrete_exported_classes(monkeypatch):
     monkeypatch.setattr(fairpca, "GroupBalancedPCA", GroupBalancedPCA, raising=False)
     monkeypatch.setattr(fairpca, "__all__", [*fairpca.__all__, "GroupBalancedPCA"])
-    found = public_estimators()
+    found = fairpca.all_estimators()
     assert GroupBalancedPCA in found and FairPCABase not in found
 
 
-@pytest.mark.parametrize("cls", public_estimators(), ids=lambda c: c.__name__)
+@pytest.mark.parametrize("cls", fairpca.all_estimators(), ids=lambda c: c.__name__)
 def test_group_blind_refit_keeps_no_attribute_of_the_fair_fit(cls):
     rng = np.random.default_rng(0)
     X = rng.normal(size=(60, 4)) * [3.0, 2.0, 1.0, 0.5]

@@ -1,7 +1,4 @@
 import re
-import shlex
-import subprocess
-import sys
 import warnings
 from pathlib import Path
 
@@ -15,38 +12,23 @@ from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
 from fairpca._base import FairPCABase
-from fairpca.cli import cli, compare_methods
+from fairpca.cli import cli
+from fairpca.compare import compare_methods
 from fairpca.datasets import make_gaussian_groups
 from fairpca.metrics import group_reconstruction_error
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _readme_main_command():
-    text = (ROOT / "README.md").read_text()
-    lines = [line for line in text.splitlines() if "fairpca compare" in line and "&&" in line]
-    assert lines, "README.md shows no install-and-run command for fairpca compare"
-    return lines[0].split("&&", 1)[1].strip()
-
-
-def test_readme_main_job_runs():
-    command = shlex.split(_readme_main_command())
-    assert command[:3] == ["python", "-m", "fairpca"]
-    result = subprocess.run(
-        [sys.executable, *command[1:]], capture_output=True, text=True, timeout=600, cwd=ROOT
-    )
-    assert result.returncode == 0, result.stderr
-    assert "explained_variance_ratio" in result.stdout
-    assert re.search(r"^method\s+PCA", result.stdout, flags=re.MULTILINE)
-
-
 def test_compare_numbers_are_the_metrics_of_the_split():
     X, s, y = make_gaussian_groups(random_state=0, return_target=True)
-    kept = {}
-    table, unavailable = compare_methods(X, s, y, n_components=2, random_state=0, _keep=kept)
-    assert unavailable == {}
+    comparison = compare_methods(X, s, y, n_components=2, random_state=0)
+    table = comparison.table
+    assert comparison.unavailable == {} and comparison.stopped == {}
+    assert list(table.index) == list(comparison.estimators)
+    assert (table["fit_seconds"] > 0).all()
     # The converged column is each fitted estimator's converged_ (PCA: closed form).
-    for name, est in kept["fitted"].items():
+    for name, est in comparison.estimators.items():
         assert table.loc[name, "converged"] == getattr(est, "converged_", name == "PCA")
     # Recompute PCA's row independently from the same split.
     X_tr, X_te, s_tr, s_te = train_test_split(X, s, test_size=0.3, stratify=s, random_state=0)
@@ -74,6 +56,7 @@ def csv_file(tmp_path):
     return path, frame
 
 
+@pytest.mark.slow
 def test_compare_user_csv_writes_outputs(csv_file, tmp_path):
     path, _ = csv_file
     out = tmp_path / "report"
@@ -188,7 +171,7 @@ class _StopsEarly(_BalancedPCA):
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_compare_reports_methods_that_did_not_converge(monkeypatch, tmp_path):
-    monkeypatch.setattr("fairpca._base.public_estimators", lambda: [_BalancedPCA, _StopsEarly])
+    monkeypatch.setattr("fairpca.all_estimators", lambda: [_BalancedPCA, _StopsEarly])
     out = tmp_path / "report"
     result = CliRunner().invoke(cli, ["compare", "--output", str(out)])
     assert result.exit_code == 0, result.output
@@ -197,10 +180,10 @@ def test_compare_reports_methods_that_did_not_converge(monkeypatch, tmp_path):
     assert "converged: PCA yes, _BalancedPCA yes, _StopsEarly NO" in result.output
     assert "Did not converge: _StopsEarly (" in result.output
     md = (out / "comparison.md").read_text()
-    assert md.splitlines()[0].endswith("| converged |")
+    assert md.splitlines()[0].endswith("| converged | fit_seconds |")
     assert md.count("Did not converge: _StopsEarly (") == 1
     # Without such a method there is no note.
-    monkeypatch.setattr("fairpca._base.public_estimators", lambda: [_BalancedPCA])
+    monkeypatch.setattr("fairpca.all_estimators", lambda: [_BalancedPCA])
     result = CliRunner().invoke(cli, ["compare"])
     assert result.exit_code == 0, result.output
     assert "converged: PCA yes, _BalancedPCA yes" in result.output
@@ -208,9 +191,10 @@ def test_compare_reports_methods_that_did_not_converge(monkeypatch, tmp_path):
 
 
 def test_compare_fits_every_fair_estimator(monkeypatch):
-    monkeypatch.setattr("fairpca._base.public_estimators", lambda: [_BalancedPCA, _NeedsExtra])
+    monkeypatch.setattr("fairpca.all_estimators", lambda: [_BalancedPCA, _NeedsExtra])
     X, s, y = make_gaussian_groups(n_samples=400, random_state=2, return_target=True)
-    table, unavailable = compare_methods(X, s, y, n_components=2, random_state=0)
+    comparison = compare_methods(X, s, y, n_components=2, random_state=0)
+    table, unavailable = comparison.table, comparison.unavailable
     assert list(table.index) == ["PCA", "_BalancedPCA"]
     assert unavailable == {"_NeedsExtra": 'needs cvxpy: pip install "fairpca[sdp]"'}
     # The fair row is the metric of an estimator fitted with the groups of the training split.
@@ -226,6 +210,8 @@ def test_compare_fits_every_fair_estimator(monkeypatch):
     assert "_NeedsExtra: not available (needs cvxpy" in result.output
 
 
+@pytest.mark.requires_data
+@pytest.mark.slow
 def test_compare_real_dataset_uses_the_protocol_split(tmp_path):
     from fairpca.experiments import lee2022
 
@@ -268,6 +254,7 @@ def test_compare_real_dataset_errors(csv_file, tmp_path, args, message):
     assert "Traceback" not in result.output
 
 
+@pytest.mark.slow
 def test_compare_group_errors_against_d(csv_file, tmp_path):
     path, frame = csv_file
     out = tmp_path / "report"

@@ -245,6 +245,7 @@ def credit():
 
 
 @pytest.mark.parametrize("d", [1, 3, 8, 12])
+@pytest.mark.requires_data
 def test_default_credit_figure4_shape(credit, d):
     X, s = credit
     pca = marginal_loss(X, s, PCA(n_components=d).fit(X))

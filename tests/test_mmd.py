@@ -555,6 +555,7 @@ def test_positive_class_is_the_larger_label():
     np.testing.assert_array_equal(a.components_, b.components_)
 
 
+@pytest.mark.slow
 def test_rff_mode_agrees_with_exact_mode():
     X, s = make_gaussian_groups(n_samples=2000, n_features=8, random_state=1)
     tau = 1e-3
@@ -699,6 +700,8 @@ def test_equal_opportunity_needs_a_binary_y():
     ("dataset", "var", "var_sd", "mmd", "mmd_sd"),
     [("german_credit", 10.17, 0.57, 0.018, 0.014), ("compas", 33.95, 5.01, 0.005, 0.002)],
 )
+@pytest.mark.requires_data
+@pytest.mark.slow
 def test_lee2022_table1_mean_over_ten_splits(dataset, var, var_sd, mmd, mmd_sd):
     test_var, test_mmd = [], []
     for split in range(10):

@@ -518,6 +518,7 @@ KAMANI_D = 10
 
 
 @pytest.mark.parametrize("case", [("adult", "sex"), ("default_credit", "sex")])
+@pytest.mark.requires_data
 def test_kamani_binary(kamani_splits, case):
     split = kamani_splits[case]
     X, s = split.X_train, split.s_train
@@ -529,6 +530,7 @@ def test_kamani_binary(kamani_splits, case):
 
 
 @pytest.mark.parametrize("case", [("adult", "race"), ("default_credit", "marriage")])
+@pytest.mark.requires_data
 def test_kamani_multigroup_every_gap_shrinks(kamani_splits, case):
     split = kamani_splits[case]
     X, s = split.X_train, split.s_train
@@ -541,6 +543,7 @@ def test_kamani_multigroup_every_gap_shrinks(kamani_splits, case):
     assert reconstruction_error(X, est) <= 1.03 * reconstruction_error(X, pca)
 
 
+@pytest.mark.requires_data
 def test_minmax_and_pareto_each_beat_pca_on_their_own_criterion(kamani_splits):
     from fairpca.minmax_loss import MinMaxLossFairPCA
 

@@ -625,6 +625,7 @@ def test_robust_objective_rejects_bad_input():
 # ----------------------------------------------------------------------------- real data (last)
 
 
+@pytest.mark.requires_data
 def test_parametrizations_reach_same_objective_on_real_data():
     from fairpca.experiments import vu2022
 

@@ -15,6 +15,27 @@ from fairpca.robust import RobustFairPCA
 
 __version__ = "0.1.0.dev0"
 
+
+def all_estimators():
+    """The concrete fair-PCA estimator classes of the package.
+
+    Returns
+    -------
+    classes : list of type
+        Every exported subclass of :class:`FairPCABase` that can be
+        instantiated, in the order of ``fairpca.__all__``.
+    """
+    import inspect
+
+    return [
+        obj
+        for name in __all__
+        if inspect.isclass(obj := globals().get(name))
+        and issubclass(obj, FairPCABase)
+        and not inspect.isabstract(obj)
+    ]
+
+
 __all__ = [
     "ConvexFairPCA",
     "FairPCABase",
@@ -24,4 +45,5 @@ __all__ = [
     "ParetoFairPCA",
     "RobustFairPCA",
     "__version__",
+    "all_estimators",
 ]

@@ -14,7 +14,6 @@ overriding ``_fit_components_dask``.
 """
 
 import functools
-import inspect
 import warnings
 from abc import ABCMeta, abstractmethod
 
@@ -40,7 +39,7 @@ from fairpca.moments import (
     _is_dask_collection,
 )
 
-__all__ = ["FairPCABase", "public_estimators"]
+__all__ = ["FairPCABase"]
 
 
 def _top_eigenvectors(matrix, n_components):
@@ -491,22 +490,3 @@ class FairPCABase(
         tags = super().__sklearn_tags__()
         tags.transformer_tags.preserves_dtype = ["float64"]
         return tags
-
-
-def public_estimators():
-    """The concrete fair-PCA estimator classes exported by :mod:`fairpca`.
-
-    Returns
-    -------
-    classes : list of type
-        In the order of ``fairpca.__all__``.
-    """
-    import fairpca
-
-    return [
-        obj
-        for name in fairpca.__all__
-        if inspect.isclass(obj := getattr(fairpca, name))
-        and issubclass(obj, FairPCABase)
-        and not inspect.isabstract(obj)
-    ]

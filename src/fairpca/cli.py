@@ -21,10 +21,7 @@ except ImportError as exc:  # pragma: no cover - depends on environment
 
 from fairpca.experiments.protocols import LEE2022_DATASETS, VU2022_DATASETS
 
-__all__ = ["DATASETS", "compare_methods", "compare_split", "main"]
-
-#: Fewest rows each group must have for a train/test comparison to mean anything.
-MIN_GROUP_ROWS = 10
+__all__ = ["DATASETS", "main"]
 
 #: ``--dataset`` name -> (protocol, its dataset argument): a paper that used the set.
 #: Lee et al.'s preparation wins for the sets both papers used (German credit).
@@ -33,147 +30,6 @@ DATASETS = {
     **{name: ("lee2022", name) for name in LEE2022_DATASETS},
     "german": ("lee2022", "german_credit"),
 }
-
-
-def _methods(n_components, random_state):
-    """Every method to compare, with default hyper-parameters, keyed by display name."""
-    from sklearn.decomposition import PCA
-
-    from fairpca._base import public_estimators
-
-    methods = {"PCA": PCA(n_components=n_components, random_state=random_state)}
-    for cls in public_estimators():
-        params = cls().get_params()
-        kwargs = {"n_components": n_components}
-        if "random_state" in params:
-            kwargs["random_state"] = random_state
-        methods[cls.__name__] = cls(**kwargs)
-    return methods
-
-
-def compare_methods(
-    X, sensitive_features, y=None, *, n_components=2, test_size=0.3, random_state=0, _keep=None
-):
-    """Fit every method on a training split and evaluate all metrics on the rest.
-
-    The split is stratified by group; features are standardised with the
-    training mean and standard deviation (the papers' protocol).
-
-    Parameters
-    ----------
-    X : ndarray of shape (n_samples, n_features)
-        Numeric features.
-    sensitive_features : ndarray of shape (n_samples,)
-        Group labels; every group needs at least ``MIN_GROUP_ROWS`` rows.
-    y : ndarray of shape (n_samples,), default=None
-        Binary target; enables the downstream classifier metrics.
-    n_components : int, default=2
-        Target dimension of every method.
-    test_size : float, default=0.3
-        Share of rows held out for evaluation.
-    random_state : int, default=0
-        Seed of the split and of every randomised method.
-
-    Returns
-    -------
-    table : pandas.DataFrame
-        One row per fitted method (see :func:`fairpca.metrics.report`), plus
-        a boolean column ``converged`` (the estimator's ``converged_``; True
-        for PCA, which is solved in closed form).
-    unavailable : dict
-        Method name → reason it could not run (a missing optional dependency).
-    """
-    from sklearn.model_selection import train_test_split
-    from sklearn.preprocessing import StandardScaler
-
-    from fairpca._validation import (
-        check_data,
-        check_n_components,
-        check_sensitive_features,
-    )
-
-    X = check_data(X, "X")
-    groups, codes = check_sensitive_features(
-        sensitive_features, X.shape[0], min_groups=2, min_group_size=MIN_GROUP_ROWS
-    )
-    check_n_components(n_components, X.shape[1])
-    s = groups[codes]
-    arrays = [X, s] if y is None else [X, s, np.asarray(y)]
-    split = train_test_split(
-        *arrays, test_size=test_size, stratify=codes, random_state=random_state
-    )
-    X_train, X_test, s_train, s_test = split[:4]
-    y_train, y_test = (split[4], split[5]) if y is not None else (None, None)
-    scaler = StandardScaler().fit(X_train)
-    X_train, X_test = scaler.transform(X_train), scaler.transform(X_test)
-    parts = (X_train, X_test, s_train, s_test, y_train, y_test)
-    if _keep is not None:
-        _keep["parts"] = parts
-    table, unavailable, fitted = _fit_and_report(*parts, n_components, random_state)
-    if _keep is not None:
-        _keep["fitted"] = fitted
-    return table, unavailable
-
-
-def compare_split(split, *, n_components=2, random_state=0, _keep=None):
-    """Fit every method on a prepared split and evaluate all metrics on its test part.
-
-    Parameters
-    ----------
-    split : fairpca.experiments.Split
-        Train and test parts as a paper's protocol prepared them (already
-        standardised).
-    n_components : int, default=2
-        Target dimension of every method.
-    random_state : int, default=0
-        Seed of every randomised method and metric.
-
-    Returns
-    -------
-    table : pandas.DataFrame
-        One row per fitted method (see :func:`fairpca.metrics.report`), plus
-        a boolean column ``converged`` (the estimator's ``converged_``; True
-        for PCA, which is solved in closed form).
-    unavailable : dict
-        Method name → reason it could not run (a missing optional dependency).
-    """
-    from fairpca._validation import check_n_components
-
-    check_n_components(n_components, split.X_train.shape[1])
-    parts = (split.X_train, split.X_test, split.s_train, split.s_test, split.y_train, split.y_test)
-    if _keep is not None:
-        _keep["parts"] = parts
-    table, unavailable, fitted = _fit_and_report(*parts, n_components, random_state)
-    if _keep is not None:
-        _keep["fitted"] = fitted
-    return table, unavailable
-
-
-def _fit_all(X_train, s_train, y_train, n_components, random_state):
-    """Every available method fitted at ``n_components``; and method → reason it could not run."""
-    fitted, unavailable = {}, {}
-    for name, est in _methods(n_components, random_state).items():
-        try:
-            if name == "PCA":
-                est.fit(X_train)
-            else:
-                est.fit(X_train, y_train, sensitive_features=s_train)
-        except ImportError as exc:
-            unavailable[name] = str(exc)
-            continue
-        fitted[name] = est
-    return fitted, unavailable
-
-
-def _fit_and_report(X_train, X_test, s_train, s_test, y_train, y_test, n_components, random_state):
-    from fairpca.metrics import report
-
-    fitted, unavailable = _fit_all(X_train, s_train, y_train, n_components, random_state)
-    table = report(X_test, s_test, fitted, y=y_test, random_state=random_state)
-    # An iterative solver that stopped early sets converged_ = False; a method
-    # without the attribute (PCA) is solved in closed form.
-    table["converged"] = [bool(getattr(fitted[name], "converged_", True)) for name in table.index]
-    return table, unavailable, fitted
 
 
 def _convergence_note(table):
@@ -248,44 +104,8 @@ def _markdown(table, floatfmt=".4g"):
     return "\n".join(lines) + "\n"
 
 
-#: Most target dimensions refitted for the per-group error-against-d plot.
-MAX_D_VALUES = 5
-
-
-def _group_errors_by_d(parts, fitted, n_components, random_state):
-    """Per-group test error of every method at up to ``MAX_D_VALUES`` dimensions from d = 1.
-
-    d stops below the number of features (every method is exact there); a
-    method whose defaults are infeasible at some d (e.g. ConvexFairPCA's
-    ``delta``) just has no point at that d.
-    """
-    import pandas as pd
-
-    from fairpca.metrics import group_reconstruction_error
-
-    X_train, X_test, s_train, s_test, y_train, _ = parts
-    top = max(1, min(X_train.shape[1] - 1, max(n_components + 1, MAX_D_VALUES)))
-    dims = sorted({*range(max(1, top - MAX_D_VALUES + 1), top + 1), n_components})
-    rows = []
-    for d in dims:
-        models = fitted if d == n_components else {}
-        if d != n_components:
-            for name, est in _methods(d, random_state).items():
-                try:
-                    if name == "PCA":
-                        est.fit(X_train)
-                    else:
-                        est.fit(X_train, y_train, sensitive_features=s_train)
-                except (ImportError, ValueError):
-                    continue
-                models[name] = est
-        for name, est in models.items():
-            for group, error in group_reconstruction_error(X_test, s_test, est).items():
-                rows.append({"method": name, "d": d, "group": group, "error": error})
-    return pd.DataFrame(rows)
-
-
-def _write_outputs(table, output, fairness_columns, kept=None, n_components=2, random_state=0):
+def _write_outputs(comparison, output, fairness_columns, progress):
+    from fairpca.compare import group_errors_by_d
     from fairpca.plotting import (
         plot_communality,
         plot_group_errors,
@@ -294,29 +114,46 @@ def _write_outputs(table, output, fairness_columns, kept=None, n_components=2, r
         plot_tradeoff,
     )
 
+    table, split = comparison.table, comparison.split
     output.mkdir(parents=True, exist_ok=True)
     table.to_csv(output / "comparison.csv", index_label="method")
-    note = _convergence_note(table)
-    (output / "comparison.md").write_text(_markdown(table) + (f"\n{note}\n" if note else ""))
+    notes = [_convergence_note(table), _stopped_note(comparison)]
+    (output / "comparison.md").write_text(
+        _markdown(table) + "".join(f"\n{note}\n" for note in notes if note)
+    )
     written = ["comparison.csv", "comparison.md"]
+    by_d = group_errors_by_d(comparison, progress=progress)
+    by_d.to_csv(output / "group_errors_by_d.csv", index=False)
+    written.append("group_errors_by_d.csv")
+    fitted = comparison.estimators
     figures = [
         ("tradeoff.png", lambda: plot_tradeoff(table, fairness_columns)),
         ("group_errors.png", lambda: plot_group_errors(table)),
+        ("group_errors_by_d.png", lambda: plot_group_errors_by_d(by_d)),
     ]
-    if kept:
-        fitted, parts = kept["fitted"], kept["parts"]
-        X_test, s_test = parts[1], parts[3]
-        by_d = _group_errors_by_d(parts, fitted, n_components, random_state)
-        by_d.to_csv(output / "group_errors_by_d.csv", index=False)
-        written.append("group_errors_by_d.csv")
-        figures.append(("group_errors_by_d.png", lambda: plot_group_errors_by_d(by_d)))
-        if n_components >= 2:
-            figures.append(("biplot.png", lambda: plot_protected_biplot(fitted, X_test, s_test)))
-        figures.append(("communality.png", lambda: plot_communality(fitted, X_test, s_test)))
+    if comparison.n_components >= 2:
+        figures.append(
+            ("biplot.png", lambda: plot_protected_biplot(fitted, split.X_test, split.s_test))
+        )
+    figures.append(
+        ("communality.png", lambda: plot_communality(fitted, split.X_test, split.s_test))
+    )
     for filename, make in figures:
         make().savefig(output / filename, dpi=120)
         written.append(filename)
     return written
+
+
+def _stopped_note(comparison):
+    """A sentence naming the methods stopped at the time budget, or ''."""
+    if not comparison.stopped:
+        return ""
+    budget = next(iter(comparison.stopped.values()))
+    return (
+        f"Stopped at the time budget of {budget:g} s per method: "
+        + ", ".join(comparison.stopped)
+        + " (no result; raise --time-budget to include them)."
+    )
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -372,6 +209,14 @@ def cli():
 )
 @click.option("--random-state", type=int, default=0, show_default=True, help="Seed.")
 @click.option(
+    "--time-budget",
+    type=click.FloatRange(min=0, min_open=True),
+    help=(
+        "Seconds each method may take to fit; a method that needs longer is stopped and "
+        "reported as such (fits then run in child processes) [default: no limit]."
+    ),
+)
+@click.option(
     "--output",
     type=click.Path(file_okay=False, path_type=Path),
     help=(
@@ -381,16 +226,32 @@ def cli():
     ),
 )
 def compare(
-    data, dataset, split_index, sensitive, target, n_components, test_size, random_state, output
+    data,
+    dataset,
+    split_index,
+    sensitive,
+    target,
+    n_components,
+    test_size,
+    random_state,
+    time_budget,
+    output,
 ):
     """Fit every method and print a table of quality and fairness metrics.
 
     Without --data or --dataset the built-in synthetic set is used (1000 rows,
     10 features, two groups of 70 % and 30 %, a binary target). Features are
     standardised on the training split; metrics are computed on the held-out
-    split.
+    split. A line on standard error names each method as it runs and its time.
     """
-    kept = {}
+    from fairpca.compare import compare_methods, compare_split
+
+    options = {
+        "n_components": n_components,
+        "random_state": random_state,
+        "time_budget": time_budget,
+        "progress": _progress,
+    }
     if dataset is not None:
         if data is not None:
             raise click.UsageError("--data and --dataset are mutually exclusive.")
@@ -403,56 +264,46 @@ def compare(
                 "--test-size does not apply to --dataset: the protocol fixes it."
             )
         split = _load_dataset(dataset, 0 if split_index is None else split_index)
+        source = f"{dataset} ({split.description})"
+        n_rows, n_features = split.X_train.shape[0] + split.X_test.shape[0], split.X_train.shape[1]
+        _echo_data(source, n_rows, n_features, n_components)
         try:
-            table, unavailable = compare_split(
-                split, n_components=n_components, random_state=random_state, _keep=kept
+            comparison = compare_split(split, **options)
+        except (ValueError, TypeError) as exc:
+            raise click.UsageError(str(exc)) from exc
+    else:
+        if split_index is not None:
+            raise click.UsageError("--split needs --dataset.")
+        if data is None:
+            if sensitive is not None or target is not None:
+                raise click.UsageError("--sensitive and --target need --data.")
+            from fairpca.datasets import make_gaussian_groups
+
+            X, s, y = make_gaussian_groups(random_state=random_state, return_target=True)
+            source = "built-in synthetic data (make_gaussian_groups)"
+        else:
+            if sensitive is None:
+                raise click.UsageError(
+                    "--data needs --sensitive COLUMN naming the protected group."
+                )
+            X, s, y = _read_csv(data, sensitive, target)
+            source = str(data)
+        _echo_data(source, X.shape[0], X.shape[1], n_components)
+        try:
+            comparison = compare_methods(
+                X, s, y, test_size=0.3 if test_size is None else test_size, **options
             )
         except (ValueError, TypeError) as exc:
             raise click.UsageError(str(exc)) from exc
-        n_rows = split.X_train.shape[0] + split.X_test.shape[0]
-        source = f"{dataset} ({split.description})"
-        _print_and_write(
-            table,
-            unavailable,
-            source,
-            n_rows,
-            split.X_train.shape[1],
-            n_components,
-            output,
-            kept,
-            random_state,
-        )
-        return
-    if split_index is not None:
-        raise click.UsageError("--split needs --dataset.")
-    test_size = 0.3 if test_size is None else test_size
-    if data is None:
-        if sensitive is not None or target is not None:
-            raise click.UsageError("--sensitive and --target need --data.")
-        from fairpca.datasets import make_gaussian_groups
+    _print_and_write(comparison, output)
 
-        X, s, y = make_gaussian_groups(random_state=random_state, return_target=True)
-        source = "built-in synthetic data (make_gaussian_groups)"
-    else:
-        if sensitive is None:
-            raise click.UsageError("--data needs --sensitive COLUMN naming the protected group.")
-        X, s, y = _read_csv(data, sensitive, target)
-        source = str(data)
-    try:
-        table, unavailable = compare_methods(
-            X,
-            s,
-            y,
-            n_components=n_components,
-            test_size=test_size,
-            random_state=random_state,
-            _keep=kept,
-        )
-    except (ValueError, TypeError) as exc:
-        raise click.UsageError(str(exc)) from exc
-    _print_and_write(
-        table, unavailable, source, X.shape[0], X.shape[1], n_components, output, kept, random_state
-    )
+
+def _progress(message):
+    click.echo(message, err=True)
+
+
+def _echo_data(source, n_rows, n_features, n_components):
+    click.echo(f"data: {source}; {n_rows} rows, {n_features} features; d = {n_components}")
 
 
 def _load_dataset(name, split_index):
@@ -468,30 +319,25 @@ def _load_dataset(name, split_index):
         raise click.ClickException(f"cannot load data set {name!r}: {exc}") from exc
 
 
-def _print_and_write(
-    table, unavailable, source, n_rows, n_features, n_components, output, kept=None, random_state=0
-):
+def _print_and_write(comparison, output):
     import pandas as pd
 
-    click.echo(f"data: {source}; {n_rows} rows, {n_features} features; d = {n_components}")
+    table = comparison.table
     scalar = [c for c in table.columns if "[" not in c and c != "converged"]
     with pd.option_context("display.width", 200, "display.max_columns", None):
         click.echo(table[scalar].T.to_string(float_format=lambda v: f"{v:.4g}"))
-    if "converged" in table.columns:
-        click.echo(
-            "converged: "
-            + ", ".join(
-                f"{name} {'yes' if ok else 'NO'}" for name, ok in table["converged"].items()
-            )
-        )
-    note = _convergence_note(table)
-    if note:
-        click.echo(note, err=True)
-    for name, reason in unavailable.items():
+    click.echo(
+        "converged: "
+        + ", ".join(f"{name} {'yes' if ok else 'NO'}" for name, ok in table["converged"].items())
+    )
+    for note in (_convergence_note(table), _stopped_note(comparison)):
+        if note:
+            click.echo(note, err=True)
+    for name, reason in comparison.unavailable.items():
         click.echo(f"{name}: not available ({reason})", err=True)
     if output is not None:
         fairness = [c for c in ("reconstruction_error_gap", "mmd2") if c in table.columns]
-        written = _write_outputs(table, output, fairness, kept, n_components, random_state)
+        written = _write_outputs(comparison, output, fairness, _progress)
         click.echo(f"wrote {', '.join(written)} to {output}")
 
 

@@ -58,6 +58,7 @@ def _counts(series):
 # --------------------------------------------------------------------------
 
 
+@pytest.mark.requires_data
 def test_german_credit_shapes_groups_and_decoded_codes():
     bunch = load_german_credit()
     assert bunch.data.shape == (1000, 20)
@@ -90,6 +91,7 @@ def test_german_credit_shapes_groups_and_decoded_codes():
 # --------------------------------------------------------------------------
 
 
+@pytest.mark.requires_data
 def test_compas_propublica_filter_and_duplicate_columns():
     raw = load_compas(propublica_filter=False)
     assert raw.data.shape[0] == 7214 and raw.n_dropped == 0
@@ -135,6 +137,7 @@ def test_compas_propublica_filter_and_duplicate_columns():
     assert sorted(d.index) == sorted(r.index[meets])
 
 
+@pytest.mark.requires_data
 def test_compas_differing_duplicate_column_is_an_error(tmp_path, monkeypatch):
     source = (_data() / "compas/compas-scores-two-years.csv").read_text()
     header, first, rest = source.split("\n", 2)
@@ -157,6 +160,7 @@ def test_compas_differing_duplicate_column_is_an_error(tmp_path, monkeypatch):
 # --------------------------------------------------------------------------
 
 
+@pytest.mark.requires_data
 def test_adult_train_and_test_files():
     train = load_adult(subset="train")
     test = load_adult(subset="test")
@@ -191,6 +195,7 @@ def test_adult_train_and_test_files():
 # --------------------------------------------------------------------------
 
 
+@pytest.mark.requires_data
 def test_default_credit_groups_and_equality_with_samadis_file():
     bunch = _credit("education")
     assert bunch.data.shape == (30000, 23)
@@ -225,6 +230,7 @@ def test_default_credit_groups_and_equality_with_samadis_file():
 # --------------------------------------------------------------------------
 
 
+@pytest.mark.requires_data
 def test_lfw_images_match_the_original_text_files():
     bunch = _lfw()
     assert bunch.data.shape == (13232, 1764) and bunch.target is None
@@ -242,6 +248,7 @@ def test_lfw_images_match_the_original_text_files():
 
 
 @pytest.mark.parametrize(("flag", "ones"), [("white", 11829), ("black", 2428), ("asian", 3358)])
+@pytest.mark.requires_data
 def test_lfw_race_flags(flag, ones):
     bunch = load_lfw(sensitive=flag)
     assert _counts(bunch.sensitive) == {flag: ones, f"not {flag}": 13232 - ones}
@@ -273,6 +280,7 @@ FAIRML = {
 
 
 @pytest.mark.parametrize("name", sorted(FAIRML))
+@pytest.mark.requires_data
 def test_fairml_shapes_groups_and_label(name):
     rows, columns, ones, zeros, label = FAIRML[name]
     bunch = load_fairml(name)
@@ -291,6 +299,7 @@ def test_fairml_shapes_groups_and_label(name):
     assert all(c == c.strip() and '"' not in c and "_ " not in c for c in bunch.feature_names)
 
 
+@pytest.mark.requires_data
 def test_fairml_quirks_and_label_counts():
     wine = load_fairml("wine_quality")
     assert wine.feature_names[:3] == ["fixed acidity", "volatile acidity", "citric acid"]
@@ -348,6 +357,7 @@ def test_missing_file_says_which_file_and_where(tmp_path):
         load_lfw(data_home=tmp_path, download=True)
 
 
+@pytest.mark.requires_data
 def test_environment_variable_is_used(tmp_path, monkeypatch):
     shutil.copytree(_data() / "ecoli", tmp_path / "ecoli")
     monkeypatch.setenv("FAIRPCA_DATA", str(tmp_path))
@@ -356,6 +366,7 @@ def test_environment_variable_is_used(tmp_path, monkeypatch):
         load_fairml("energy")
 
 
+@pytest.mark.requires_data
 def test_checksum_mismatch_names_the_file(tmp_path):
     target = tmp_path / "german_credit" / "german.data"
     target.parent.mkdir()
@@ -371,6 +382,7 @@ def test_checksum_mismatch_names_the_file(tmp_path):
         load_german_credit(data_home=tmp_path)
 
 
+@pytest.mark.requires_data
 def test_wrong_column_count_names_the_file(tmp_path, monkeypatch):
     text = (_data() / "ecoli/Ecoli_Data.csv").read_text()
     cut = "\n".join(",".join(line.split(",")[1:]) for line in text.splitlines())
@@ -387,6 +399,7 @@ def test_wrong_column_count_names_the_file(tmp_path, monkeypatch):
     assert str(path) in str(info.value)
 
 
+@pytest.mark.requires_data
 def test_truncated_file_with_matching_pin_is_caught_by_parsing(tmp_path, monkeypatch):
     text = (_data() / "letter/Letter_Rec_Data.csv").read_text()
     lines = text.splitlines()
@@ -405,6 +418,7 @@ def test_truncated_file_with_matching_pin_is_caught_by_parsing(tmp_path, monkeyp
     assert str(path) in str(info.value)
 
 
+@pytest.mark.requires_data
 def test_unknown_german_code_is_an_error(tmp_path, monkeypatch):
     german = (_data() / "german_credit/german.data").read_text().replace("A11 ", "A19 ", 1)
     path = _copy_with(tmp_path, "german_credit/german.data", monkeypatch, text=german)
@@ -432,6 +446,7 @@ class _Response(io.BytesIO):
         self.close()
 
 
+@pytest.mark.requires_data
 def test_download_verifies_before_saving(tmp_path, monkeypatch):
     original = (_data() / "ecoli/Ecoli_Data.csv").read_bytes()
     requested = []
@@ -484,12 +499,14 @@ def test_bad_arguments(loader, kwargs, message, tmp_path):
         loader(**kwargs, data_home=tmp_path)
 
 
+@pytest.mark.requires_data
 def test_loaders_need_pandas(monkeypatch):
     monkeypatch.setitem(sys.modules, "pandas", None)
     with pytest.raises(ImportError, match=r"pip install 'fairpca\[datasets\]'"):
         load_fairml("ecoli")
 
 
+@pytest.mark.requires_data
 def test_pinned_checksums_are_those_of_the_data_readme():
     listed = {}
     for line in (_data() / "SHA256SUMS.txt").read_text().splitlines():
@@ -502,6 +519,7 @@ def test_pinned_checksums_are_those_of_the_data_readme():
         assert entry.url is None or entry.url.startswith("https://")
 
 
+@pytest.mark.requires_data
 def test_ragged_row_is_a_parse_error_naming_the_file(tmp_path, monkeypatch):
     lines = (_data() / "energy/Energy_Data.csv").read_text().splitlines()
     lines[10] += ",1.5"

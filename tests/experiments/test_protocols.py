@@ -73,6 +73,7 @@ def _lee_german_oracle():
 
 
 @pytest.mark.parametrize("split", [0, 7])
+@pytest.mark.requires_data
 def test_lee_german_matches_an_independent_rebuild(split):
     result = lee2022("german_credit", split=split)
     X, s, y = _lee_german_oracle()
@@ -88,6 +89,7 @@ def test_lee_german_matches_an_independent_rebuild(split):
     _assert_train_standardised(result)
 
 
+@pytest.mark.requires_data
 def test_lee_compas():
     result = lee2022("compas", split=1)
     assert result.X_train.shape == (1727, 11) and result.X_test.shape == (741, 11)
@@ -113,6 +115,7 @@ def test_lee_compas():
     _assert_train_standardised(result)
 
 
+@pytest.mark.requires_data
 def test_lee_subsample_is_drawn_per_split():
     a, b = lee2022("compas", split=0), lee2022("compas", split=4)
     assert not np.array_equal(a.s_train, b.s_train)
@@ -131,6 +134,7 @@ def test_lee_subsample_is_drawn_per_split():
     assert "seed (2022, 4)" in b.description
 
 
+@pytest.mark.requires_data
 def test_lee_adult():
     result = lee2022("adult", split=2)
     assert result.X_train.shape == (1582, 97) and result.X_test.shape == (679, 97)
@@ -186,6 +190,7 @@ VU_ROWS = {
 
 
 @pytest.mark.parametrize("dataset", sorted(VU_FEATURES))
+@pytest.mark.requires_data
 def test_vu_shapes_and_stratified_30_70(dataset):
     result = vu2022(dataset, split=3)
     n = VU_ROWS[dataset]
@@ -212,6 +217,7 @@ def test_vu_shapes_and_stratified_30_70(dataset):
     ("dataset", "dropped", "split"),
     [("ecoli", None, 5), ("german_credit", "A4_7", 5), ("ecoli", None, 37)],
 )
+@pytest.mark.requires_data
 def test_vu_matches_an_independent_rebuild(dataset, dropped, split):
     file = {
         "ecoli": "ecoli/Ecoli_Data.csv",
@@ -239,6 +245,7 @@ def test_vu_matches_an_independent_rebuild(dataset, dropped, split):
         np.testing.assert_array_equal(result.y_train, y[train])
 
 
+@pytest.mark.requires_data
 def test_vu_default_credit_groups():
     result = vu2022("default_credit", split=0)
     s = np.r_[result.s_train, result.s_test]
@@ -251,6 +258,7 @@ def test_vu_default_credit_groups():
 # --------------------------------------------------------------------------
 
 
+@pytest.mark.requires_data
 def test_samadi_credit_matches_their_matlab_preprocessing():
     result = samadi2018("default_credit")
     # csvread('default_degree.csv', 2, 1) then data(:, 2:22), z-scored with MATLAB's std.
@@ -267,6 +275,7 @@ def test_samadi_credit_matches_their_matlab_preprocessing():
     assert len(result.feature_names) == 21 and result.n_dropped == 0
 
 
+@pytest.mark.requires_data
 def test_samadi_lfw():
     result = samadi2018("lfw")
     assert result.X_train.shape == (13232, 1764) and result.X_test is result.X_train
@@ -310,6 +319,7 @@ def test_samadi_lfw():
         ),
     ],
 )
+@pytest.mark.requires_data
 def test_kamani(dataset, attribute, groups, n_rows, n_features, n_dropped):
     result = kamani(dataset, attribute, split=6)
     s = np.r_[result.s_train, result.s_test]
@@ -323,6 +333,7 @@ def test_kamani(dataset, attribute, groups, n_rows, n_features, n_dropped):
     _assert_train_standardised(result)
 
 
+@pytest.mark.requires_data
 def test_kamani_adult_codes_categories_as_integers():
     result = kamani("adult", "sex", split=0)
     assert result.feature_names == [
@@ -352,6 +363,7 @@ def test_kamani_adult_codes_categories_as_integers():
 # --------------------------------------------------------------------------
 
 
+@pytest.mark.requires_data
 def test_same_split_is_identical_and_splits_differ():
     a, b = lee2022("german_credit", split=3), lee2022("german_credit", split=3)
     for field in dataclasses.fields(Split):
@@ -361,6 +373,7 @@ def test_same_split_is_identical_and_splits_differ():
     assert not np.array_equal(vu2022("ecoli", split=0).X_train, vu2022("ecoli", split=1).X_train)
 
 
+@pytest.mark.requires_data
 def test_split_is_identical_in_a_fresh_process():
     code = (
         "import hashlib; from fairpca.experiments import vu2022; "
@@ -377,6 +390,7 @@ def test_split_is_identical_in_a_fresh_process():
     )
 
 
+@pytest.mark.requires_data
 def test_split_is_frozen_and_describes_itself():
     split = vu2022("ecoli", split=0)
     with pytest.raises(dataclasses.FrozenInstanceError):

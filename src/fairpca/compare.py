@@ -1,0 +1,353 @@
+"""Compare every fair-PCA method with PCA on one train/test split.
+
+:func:`compare_methods` splits and standardises a data set, :func:`compare_split`
+takes a split a paper's protocol prepared; both fit every available method at
+its defaults on the training part, evaluate every metric of
+:func:`fairpca.metrics.report` on the test part and return a :class:`Comparison`.
+The ``fairpca compare`` command is a thin layer over them that writes files.
+
+A method can be given a time budget: it is then fitted in a child process that
+is stopped when the budget runs out, and the method is reported as stopped
+rather than silently dropped.
+"""
+
+import multiprocessing
+import sys
+import time
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = ["MIN_GROUP_ROWS", "Comparison", "compare_methods", "compare_split", "make_methods"]
+
+#: Fewest rows each group must have for a train/test comparison to mean anything.
+MIN_GROUP_ROWS = 10
+
+
+@dataclass
+class Comparison:
+    """What a comparison produced.
+
+    Attributes
+    ----------
+    table : pandas.DataFrame
+        One row per fitted method: the columns of :func:`fairpca.metrics.report`
+        on the test part, ``converged`` (the estimator's ``converged_``; True for
+        PCA, solved in closed form) and ``fit_seconds`` (wall-clock time of the fit).
+    estimators : dict
+        Method name -> fitted estimator, in the order of ``table``.
+    split : fairpca.experiments.Split
+        The standardised train and test parts the methods saw.
+    unavailable : dict
+        Method name -> why it could not run (a missing optional dependency).
+    stopped : dict
+        Method name -> the time budget in seconds at which its fit was stopped.
+    n_components : int
+        Target dimension of every method.
+    random_state : int
+        Seed of every randomised method and metric.
+    time_budget : float or None
+        Seconds each method was allowed to fit (None: no limit).
+    """
+
+    table: object
+    estimators: dict
+    split: object
+    unavailable: dict = field(default_factory=dict)
+    stopped: dict = field(default_factory=dict)
+    n_components: int = 2
+    random_state: int = 0
+    time_budget: float | None = None
+
+
+def make_methods(n_components, random_state):
+    """Every method to compare at its default hyper-parameters, keyed by display name.
+
+    Group-blind :class:`sklearn.decomposition.PCA` comes first as the reference,
+    then every estimator of :func:`fairpca.all_estimators`.
+    """
+    from sklearn.decomposition import PCA
+
+    import fairpca
+
+    methods = {"PCA": PCA(n_components=n_components, random_state=random_state)}
+    for cls in fairpca.all_estimators():
+        kwargs = {"n_components": n_components}
+        if "random_state" in cls().get_params():
+            kwargs["random_state"] = random_state
+        methods[cls.__name__] = cls(**kwargs)
+    return methods
+
+
+def _fit(estimator, X, s, y):
+    """Fit ``estimator``: PCA on ``X`` alone, a fair method with its groups."""
+    if s is None:
+        return estimator.fit(X)
+    return estimator.fit(X, y, sensitive_features=s)
+
+
+def _fit_in_child(connection, estimator, X, s, y):
+    """Child-process body: fit, then send back the estimator and its warnings (or the error)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            result = ("ok", _fit(estimator, X, s, y))
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the parent
+            result = ("error", exc)
+    connection.send((*result, [(w.category, str(w.message)) for w in caught]))
+    connection.close()
+
+
+def _fit_with_budget(estimator, X, s, y, budget):
+    """The fitted estimator, or None when the fit did not end within ``budget`` seconds.
+
+    The fit runs in a child process (forked where the platform allows, so that
+    classes defined at run time pickle), which is terminated at the budget.
+    Warnings raised in the child are re-issued here; an exception is re-raised.
+    """
+    method = "fork" if sys.platform.startswith("linux") else "spawn"
+    context = multiprocessing.get_context(method)
+    receiver, sender = context.Pipe(duplex=False)
+    child = context.Process(target=_fit_in_child, args=(sender, estimator, X, s, y), daemon=True)
+    child.start()
+    sender.close()
+    try:
+        if not receiver.poll(budget):
+            return None
+        status, value, caught = receiver.recv()
+    except EOFError:  # the child died without answering (killed, out of memory)
+        raise RuntimeError(f"the child process fitting {type(estimator).__name__} died") from None
+    finally:
+        if child.is_alive():
+            child.terminate()
+        child.join()
+        receiver.close()
+    for category, message in caught:
+        warnings.warn(message, category, stacklevel=3)
+    if status == "error":
+        raise value
+    return value
+
+
+def _check_budget(time_budget):
+    if time_budget is None:
+        return None
+    if isinstance(time_budget, bool) or not isinstance(time_budget, int | float):
+        raise TypeError(f"time_budget must be a number of seconds or None, got {time_budget!r}.")
+    if not np.isfinite(time_budget) or time_budget <= 0:
+        raise ValueError(f"time_budget must be a positive number of seconds, got {time_budget}.")
+    return float(time_budget)
+
+
+def _fit_all(split, n_components, random_state, time_budget, progress, *, skip_infeasible=False):
+    """Fit every method on the training part, reporting progress per method.
+
+    Returns the fitted estimators, their fit times in seconds, the methods not
+    available (name -> reason) and those stopped at the budget (name -> budget).
+    With ``skip_infeasible`` a method whose fit raises ValueError is left out.
+    """
+    methods = make_methods(n_components, random_state)
+    fitted, seconds, unavailable, stopped = {}, {}, {}, {}
+    for i, (name, est) in enumerate(methods.items(), start=1):
+        step = f"[{i}/{len(methods)}] {name}" + (
+            f" (d = {n_components})" if skip_infeasible else ""
+        )
+        if progress is not None:
+            progress(f"{step} fitting ...")
+        s = None if name == "PCA" else split.s_train
+        start = time.perf_counter()
+        try:
+            if time_budget is None:
+                result = _fit(est, split.X_train, s, split.y_train)
+            else:
+                result = _fit_with_budget(est, split.X_train, s, split.y_train, time_budget)
+        except ImportError as exc:
+            unavailable[name] = str(exc)
+            message = f"not available ({exc})"
+        except ValueError as exc:
+            if not skip_infeasible:
+                raise
+            message = f"left out ({exc})"
+        else:
+            if result is None:
+                stopped[name] = time_budget
+                message = f"stopped at the time budget of {time_budget:g} s"
+            else:
+                fitted[name] = result
+                seconds[name] = time.perf_counter() - start
+                message = f"done in {seconds[name]:.2f} s"
+        if progress is not None:
+            progress(f"{step} {message}")
+    return fitted, seconds, unavailable, stopped
+
+
+def compare_split(split, *, n_components=2, random_state=0, time_budget=None, progress=None):
+    """Fit every method on a prepared split and evaluate all metrics on its test part.
+
+    Parameters
+    ----------
+    split : fairpca.experiments.Split
+        Train and test parts, already standardised (as a paper's protocol
+        prepares them, or :func:`compare_methods` does).
+    n_components : int, default=2
+        Target dimension of every method.
+    random_state : int, default=0
+        Seed of every randomised method and metric.
+    time_budget : float or None, default=None
+        Seconds each method may take to fit. A method that needs longer is
+        stopped and listed in ``Comparison.stopped``. With a budget every fit
+        runs in a child process (the estimators come back by pickling).
+    progress : callable or None, default=None
+        Called with a one-line message before and after each method's fit.
+
+    Returns
+    -------
+    Comparison
+    """
+    from fairpca._validation import check_n_components
+    from fairpca.metrics import report
+
+    check_n_components(n_components, split.X_train.shape[1])
+    time_budget = _check_budget(time_budget)
+    fitted, seconds, unavailable, stopped = _fit_all(
+        split, n_components, random_state, time_budget, progress
+    )
+    table = report(split.X_test, split.s_test, fitted, y=split.y_test, random_state=random_state)
+    # An iterative solver that stopped early sets converged_ = False; a method
+    # without the attribute (PCA) is solved in closed form.
+    table["converged"] = [bool(getattr(fitted[name], "converged_", True)) for name in table.index]
+    table["fit_seconds"] = [seconds[name] for name in table.index]
+    return Comparison(
+        table=table,
+        estimators=fitted,
+        split=split,
+        unavailable=unavailable,
+        stopped=stopped,
+        n_components=n_components,
+        random_state=random_state,
+        time_budget=time_budget,
+    )
+
+
+def compare_methods(
+    X,
+    sensitive_features,
+    y=None,
+    *,
+    n_components=2,
+    test_size=0.3,
+    random_state=0,
+    time_budget=None,
+    progress=None,
+):
+    """Split ``X``, then fit every method on the training part and evaluate it on the rest.
+
+    The split is stratified by group; features are standardised with the
+    training mean and standard deviation (the papers' protocol).
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+        Numeric features.
+    sensitive_features : ndarray of shape (n_samples,)
+        Group labels; every group needs at least ``MIN_GROUP_ROWS`` rows.
+    y : ndarray of shape (n_samples,), default=None
+        Binary target; enables the downstream classifier metrics.
+    n_components : int, default=2
+        Target dimension of every method.
+    test_size : float, default=0.3
+        Share of rows held out for evaluation.
+    random_state : int, default=0
+        Seed of the split and of every randomised method.
+    time_budget, progress
+        As in :func:`compare_split`.
+
+    Returns
+    -------
+    Comparison
+    """
+    from sklearn.model_selection import train_test_split
+    from sklearn.preprocessing import StandardScaler
+
+    from fairpca._validation import check_data, check_n_components, check_sensitive_features
+    from fairpca.experiments.protocols import Split
+
+    X = check_data(X, "X")
+    groups, codes = check_sensitive_features(
+        sensitive_features, X.shape[0], min_groups=2, min_group_size=MIN_GROUP_ROWS
+    )
+    check_n_components(n_components, X.shape[1])
+    _check_budget(time_budget)
+    s = groups[codes]
+    arrays = [X, s] if y is None else [X, s, np.asarray(y)]
+    parts = train_test_split(
+        *arrays, test_size=test_size, stratify=codes, random_state=random_state
+    )
+    X_train, X_test, s_train, s_test = parts[:4]
+    y_train, y_test = (parts[4], parts[5]) if y is not None else (None, None)
+    scaler = StandardScaler().fit(X_train)
+    split = Split(
+        X_train=scaler.transform(X_train),
+        X_test=scaler.transform(X_test),
+        s_train=s_train,
+        s_test=s_test,
+        y_train=y_train,
+        y_test=y_test,
+        feature_names=[f"x{j}" for j in range(X.shape[1])],
+        n_dropped=0,
+        description=(
+            f"stratified {1 - test_size:.0%}/{test_size:.0%} train/test split "
+            f"(seed {random_state}), standardised with the training mean and SD"
+        ),
+    )
+    return compare_split(
+        split,
+        n_components=n_components,
+        random_state=random_state,
+        time_budget=time_budget,
+        progress=progress,
+    )
+
+
+#: Most target dimensions refitted for the per-group error against d.
+MAX_D_VALUES = 5
+
+
+def group_errors_by_d(comparison, *, max_d_values=MAX_D_VALUES, progress=None):
+    """Per-group test error of every method at up to ``max_d_values`` dimensions.
+
+    The methods of ``comparison`` are refitted on its training part at each d
+    from 1 (or higher) up to ``max(n_components + 1, max_d_values)``, kept
+    below the number of features, where every method is exact; at
+    ``comparison.n_components`` its fitted estimators are reused. A method
+    whose defaults are infeasible at some d (e.g. ConvexFairPCA's ``delta``),
+    that is unavailable or that exceeds the comparison's time budget has no
+    point at that d.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``method``, ``d``, ``group``, ``error`` (mean squared
+        reconstruction error of the group's test rows).
+    """
+    import pandas as pd
+
+    from fairpca.metrics import group_reconstruction_error
+
+    split, d0 = comparison.split, comparison.n_components
+    time_budget = comparison.time_budget
+    top = max(1, min(split.X_train.shape[1] - 1, max(d0 + 1, max_d_values)))
+    dims = sorted({*range(max(1, top - max_d_values + 1), top + 1), d0})
+    rows = []
+    for d in dims:
+        if d == d0:
+            models = comparison.estimators
+        else:
+            models = _fit_all(
+                split, d, comparison.random_state, time_budget, progress, skip_infeasible=True
+            )[0]
+        for name, est in models.items():
+            for group, error in group_reconstruction_error(split.X_test, split.s_test, est).items():
+                rows.append({"method": name, "d": d, "group": group, "error": error})
+    return pd.DataFrame(rows)

@@ -1,0 +1,102 @@
+import time
+import warnings
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from sklearn.exceptions import ConvergenceWarning
+
+from fairpca._base import FairPCABase
+from fairpca.cli import cli
+from fairpca.compare import compare_methods
+from fairpca.datasets import make_gaussian_groups
+
+
+class _Balanced(FairPCABase):
+    """Test-only method: top eigenvectors of the average of the group second moments."""
+
+    def __init__(self, n_components=2):
+        self.n_components = n_components
+
+    def _fit_components(self, X, codes, moments, y):
+        _, vectors = np.linalg.eigh(moments.second_moment().mean(axis=0))
+        return vectors[:, ::-1][:, : self.n_components].T, None
+
+
+class _Slow(_Balanced):
+    def _fit_components(self, X, codes, moments, y):
+        time.sleep(60)
+        return super()._fit_components(X, codes, moments, y)
+
+
+class _Warns(_Balanced):
+    def _fit_components(self, X, codes, moments, y):
+        warnings.warn("stopped early (tolerance 0.1)", ConvergenceWarning, stacklevel=2)
+        return super()._fit_components(X, codes, moments, y)
+
+
+class _Fails(_Balanced):
+    def _fit_components(self, X, codes, moments, y):
+        raise np.linalg.LinAlgError("solver broke")
+
+
+@pytest.fixture
+def data():
+    return make_gaussian_groups(n_samples=300, random_state=3, return_target=True)
+
+
+def test_budget_stops_a_slow_method_and_keeps_the_others(monkeypatch, data):
+    monkeypatch.setattr("fairpca.all_estimators", lambda: [_Slow, _Balanced])
+    X, s, y = data
+    messages = []
+    start = time.perf_counter()
+    comparison = compare_methods(X, s, y, time_budget=1.5, progress=messages.append)
+    # The 60-second fit was cut off (not waited for).
+    assert time.perf_counter() - start < 30
+    assert comparison.stopped == {"_Slow": 1.5}
+    assert list(comparison.table.index) == ["PCA", "_Balanced"]
+    assert "[2/3] _Slow stopped at the time budget of 1.5 s" in messages
+    # A fit in a child process gives the same estimator as one in this process.
+    monkeypatch.setattr("fairpca.all_estimators", lambda: [_Balanced])
+    plain = compare_methods(X, s, y)
+    np.testing.assert_array_equal(
+        comparison.estimators["_Balanced"].components_, plain.estimators["_Balanced"].components_
+    )
+
+
+def test_budget_child_reissues_warnings_and_reraises_errors(monkeypatch, data):
+    X, s, y = data
+    monkeypatch.setattr("fairpca.all_estimators", lambda: [_Warns])
+    with pytest.warns(ConvergenceWarning, match="stopped early"):
+        comparison = compare_methods(X, s, y, time_budget=60)
+    assert "_Warns" in comparison.estimators
+    monkeypatch.setattr("fairpca.all_estimators", lambda: [_Fails])
+    with pytest.raises(np.linalg.LinAlgError, match="solver broke"):
+        compare_methods(X, s, y, time_budget=60)
+
+
+@pytest.mark.parametrize("budget", [0, -1.0, float("nan"), float("inf"), "10", True])
+def test_bad_budget_is_refused_before_any_fit(monkeypatch, data, budget):
+    monkeypatch.setattr("fairpca.all_estimators", lambda: [_Slow])
+    X, s, y = data
+    with pytest.raises((ValueError, TypeError), match="time_budget"):
+        compare_methods(X, s, y, time_budget=budget)
+
+
+def test_cli_reports_progress_times_and_the_stopped_method(monkeypatch, tmp_path):
+    monkeypatch.setattr("fairpca.all_estimators", lambda: [_Balanced, _Slow])
+    out = tmp_path / "report"
+    result = CliRunner().invoke(
+        cli, ["compare", "--time-budget", "1", "-d", "1", "--output", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    for line in ("[1/3] PCA fitting ...", "[2/3] _Balanced done in ", "[3/3] _Slow stopped"):
+        assert line in result.output
+    assert "Stopped at the time budget of 1 s per method: _Slow" in result.output
+    assert (
+        "Stopped at the time budget of 1 s per method: _Slow" in (out / "comparison.md").read_text()
+    )
+    header = (out / "comparison.csv").read_text().splitlines()[0]
+    assert header.endswith("converged,fit_seconds")
+    result = CliRunner().invoke(cli, ["compare", "--time-budget", "0"])
+    assert result.exit_code == 2 and "--time-budget" in result.output
