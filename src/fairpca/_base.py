@@ -14,13 +14,12 @@ overriding ``_fit_components_dask``.
 """
 
 import functools
-import warnings
 from abc import ABCMeta, abstractmethod
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils import check_array
-from sklearn.utils._available_if import available_if
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from fairpca._validation import (
@@ -31,6 +30,7 @@ from fairpca._validation import (
     check_sensitive_features,
     raise_if_non_numeric,
 )
+from fairpca._warnings import warn
 from fairpca.moments import (
     GroupMoments,
     _dask_labels,
@@ -242,11 +242,10 @@ class FairPCABase(
         d = check_n_components(self.n_components, n_features)
         self._grouped_moments = sensitive_features is not None
         if sensitive_features is None:
-            warnings.warn(
+            warn(
                 f"{type(self).__name__}.fit was called without sensitive_features; "
                 "fitting group-blind PCA. Pass sensitive_features=... to fit a fair projection.",
                 UserWarning,
-                stacklevel=2,
             )
             self._fit_moments(_single_group_moments(X), d, grouped=False)
             return self
@@ -292,11 +291,10 @@ class FairPCABase(
         if grouped:
             labels = _dask_labels(sensitive_features, X, da)
         else:
-            warnings.warn(
+            warn(
                 f"{name}.fit was called without sensitive_features; fitting group-blind PCA. "
                 "Pass sensitive_features=... to fit a fair projection.",
                 UserWarning,
-                stacklevel=3,
             )
             labels = X[:, 0].map_blocks(functools.partial(np.zeros_like, dtype=np.intp))
         moments = GroupMoments.from_dask(X, labels)
@@ -379,11 +377,10 @@ class FairPCABase(
             groups, codes = check_sensitive_features(sensitive_features, X.shape[0])
             part = GroupMoments._from_codes(X, codes, groups)
         else:
-            warnings.warn(
+            warn(
                 f"{type(self).__name__}.partial_fit was called without sensitive_features; "
                 "fitting group-blind PCA.",
                 UserWarning,
-                stacklevel=2,
             )
             part = _single_group_moments(X)
         if not first:
@@ -396,13 +393,12 @@ class FairPCABase(
                 ) from exc
         solvable = grouped and part.n_groups >= 2 and part.counts.min() >= self._min_group_size
         if grouped and not solvable:
-            warnings.warn(
+            warn(
                 f"{type(self).__name__}.partial_fit has seen groups "
                 f"{dict(zip(part.groups.tolist(), part.counts.tolist(), strict=True))} so far: "
                 f"a fair projection needs at least two groups of {self._min_group_size}+ rows. "
                 "Fitting group-blind PCA of the rows so far until more chunks arrive.",
                 UserWarning,
-                stacklevel=2,
             )
         self._fit_moments(part, d, solvable)
         self._grouped_moments = grouped

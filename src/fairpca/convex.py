@@ -35,6 +35,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from fairpca._base import FairPCABase
 from fairpca._validation import check_number
+from fairpca._warnings import warn
 
 __all__ = ["ConvexFairPCA"]
 
@@ -569,12 +570,11 @@ class ConvexFairPCA(FairPCABase):
             )
         self.converged_ = status == "optimal"
         if not self.converged_:
-            warnings.warn(
+            warn(
                 f"ConvexFairPCA: the solver {self.solver} stopped with status {status!r} "
                 f"after {n_iter} iterations ({_residual_summary(problem)}; tol={self.tol:g}); "
                 "the components come from this inexact solution. Increase max_iter or tol.",
                 ConvergenceWarning,
-                stacklevel=4,
             )
         relaxed = basis @ P @ basis.T
         self.relaxed_projection_ = 0.5 * (relaxed + relaxed.T)
@@ -587,12 +587,11 @@ class ConvexFairPCA(FairPCABase):
         # Eigenvalues of SCS solutions at tolerance tol moved by under 100 tol when tol was
         # tightened (German credit); a smaller gap leaves the top-d subspace to rounding.
         if d < p and eigenvalues[d - 1] - eigenvalues[d] <= 100 * self.tol:
-            warnings.warn(
+            warn(
                 f"ConvexFairPCA: eigenvalues {d} and {d + 1} of the SDP solution P* are equal to "
                 f"solver accuracy ({eigenvalues[d - 1]:.6g} and {eigenvalues[d]:.6g}): the SDP "
                 f"does not determine the top-{d} subspace, and the components are one choice "
                 "among the tied eigenvectors.",
                 UserWarning,
-                stacklevel=4,
             )
         return eigenvectors[:, :d].T, None

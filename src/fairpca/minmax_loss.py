@@ -16,7 +16,6 @@ References
 
 import logging
 import numbers
-import warnings
 
 import numpy as np
 from scipy.linalg import eigh
@@ -25,6 +24,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from fairpca._base import FairPCABase
 from fairpca._validation import check_number
+from fairpca._warnings import warn
 
 __all__ = ["MinMaxLossFairPCA"]
 
@@ -622,12 +622,11 @@ class MinMaxLossFairPCA(FairPCABase):
         small = [(g, int(c)) for g, c in zip(moments.groups, moments.counts, strict=True) if c <= d]
         if small:
             listed = ", ".join(f"{g!r} ({c} rows)" for g, c in small)
-            warnings.warn(
+            warn(
                 f"group(s) {listed} have at most n_components={d} rows: their own rank-{d} "
                 "error is zero, so their loss is their whole reconstruction error and the "
                 "fair projection will spend dimensions on fitting those rows exactly.",
                 UserWarning,
-                stacklevel=4,
             )
         B = moments.second_moment(center="pooled")
         beta, bases = _group_targets(B, d)
@@ -653,13 +652,12 @@ class MinMaxLossFairPCA(FairPCABase):
         self.n_iter_ = n_iter
         self.converged_ = bool(self.gap_ <= self.tol * _gap_scale(B, self.relaxed_objective_))
         if not self.converged_:
-            warnings.warn(
+            warn(
                 f"MinMaxLossFairPCA(solver={self.solver!r}) stopped after {n_iter} iteration(s) "
                 f"with duality gap {self.gap_:.3g} (relative "
                 f"{self.gap_ / _gap_scale(B, self.relaxed_objective_):.3g} > tol={self.tol:g}); "
                 "increase max_iter" + (" or tune eta" if self.solver == "mw" else "") + ".",
                 ConvergenceWarning,
-                stacklevel=4,
             )
 
         if self.rounding == "exact":

@@ -15,7 +15,6 @@ choice made here and why.
 
 import logging
 import numbers
-import warnings
 from dataclasses import dataclass, field
 from itertools import combinations
 
@@ -24,6 +23,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from fairpca._base import FairPCABase, _top_eigenvectors
 from fairpca._validation import check_number
+from fairpca._warnings import warn
 from fairpca.stiefel import retract_polar
 
 __all__ = ["ParetoFairPCA"]
@@ -808,12 +808,11 @@ group_counts_, n_features_in_, feature_names_in_, component_scales_, n_component
         self.direction_norm_ = run.direction_norm[-1]
         self.converged_ = run.status == "converged"
         if not self.converged_:
-            warnings.warn(
+            warn(
                 f"ParetoFairPCA did not converge ({run.status}): |D| = "
                 f"{self.direction_norm_:.3g} > tol = {self.tol:g} after {self.n_iter_} steps. "
                 "Increase max_iter or tol.",
                 ConvergenceWarning,
-                stacklevel=4,
             )
         return run.point.T, None
 
