@@ -9,8 +9,7 @@ MOSEK licence; here the SDP goes through cvxpy to SCS (default) or Clarabel.
 Two reformulations make it fast without changing the problem: every matrix
 is written in the eigenbasis of the (first pair's) covariance difference,
 where its LMIs couple each entry of ``P`` to a single entry of the block (so
-the solver's linear system stays sparse; about 3 times faster than the
-direct form at p = 40 to 60), and with ``delta = 0`` the mean constraint is
+the solver's linear system stays sparse), and with ``delta = 0`` the mean constraint is
 imposed exactly by solving in the orthogonal complement of the group mean
 differences.
 
@@ -379,9 +378,8 @@ class ConvexFairPCA(FairPCABase):
     solver : {"SCS", "CLARABEL"}, default="SCS"
         cvxpy solver. SCS (first-order) is the practical one; Clarabel
         (interior point) is more accurate but forms dense systems of order
-        ``p^2``: on synthetic data #2 (``d = 5``) it took 2 s and 0.3 GB at
-        ``p = 20``, 16 s and 0.6 GB at ``p = 30``, 64 s and 1.4 GB at ``p = 40``,
-        and over 5 GB at ``p = 57``. Use it for ``p`` up to about 30.
+        ``p^2``, whose time and memory grow steeply with ``p``: use it for
+        small ``p`` (up to about 30).
     tol : float, default=1e-6
         Solver tolerance: SCS ``eps_abs = eps_rel``; Clarabel ``tol_gap_abs``,
         ``tol_gap_rel`` and ``tol_feas``. The top eigenvalues of ``P*`` are
@@ -393,11 +391,8 @@ class ConvexFairPCA(FairPCABase):
         Largest number of features accepted; beyond it ``fit`` raises a
         ``ValueError`` before building the SDP. The SDP has ``O(p^2)``
         variables and each SCS iteration costs ``O(p^3)`` (eigen-decompositions
-        of the ``2p x 2p`` LMIs): measured with SCS at ``tol=1e-6`` on the
-        synthetic data #2 of [Lee2022]_ (336 training rows, ``d = 5``) on a
-        shared 2-core machine, 7 s at ``p = 100``, 22 s at ``p = 150``, 64 s at
-        ``p = 200`` and 22 min at ``p = 300`` (1575 iterations, under heavy
-        load). ``None`` removes the limit.
+        of the ``2p x 2p`` LMIs), so the fit grows steeply with ``p``
+        (``benchmarks/convex.py`` measures it). ``None`` removes the limit.
     verbose : int or bool, default=0
         ``>= 1`` (or True): log problem size, solver status, iterations, time and
         objective at INFO level on the ``fairpca.convex`` logger; ``>= 2``:

@@ -482,9 +482,8 @@ class MinMaxLossFairPCA(FairPCABase):
       dimensions, where cutting planes are reliable: their model is exact on
       the kinks of ``g`` (which occur precisely when the optimum needs a
       mixture of projectors, the rank ``d + 1`` case), and on smooth optima
-      the gap still shrinks geometrically. Measured: 9-15 evaluations for
-      ``k = 2`` and 10-50 for ``k = 3..6`` to a relative gap of 1e-8.
-      Subgradient methods, by contrast, need ``O(1 / gap^2)`` steps.
+      the gap still shrinks geometrically, where subgradient methods need
+      ``O(1 / gap^2)`` steps.
     - ``"mw"``: the authors' multiplicative weights
       ``w_a <- w_a exp(eta loss_a(P_t))`` with ``P_t`` the top-``d`` projector
       of ``sum_a w_a B_a``; ``P_hat`` is the average of the ``P_t``. The
