@@ -1,6 +1,5 @@
 import logging
 import warnings
-from functools import partial
 
 import numpy as np
 import pytest
@@ -8,70 +7,29 @@ from sklearn.decomposition import PCA
 from sklearn.exceptions import ConvergenceWarning
 
 from fairpca import ConvexFairPCA, MMDFairPCA
+from fairpca._kernels import _exact_hess_vec, _exact_hessian, _qmc_frequencies, _weighted_kernel
 from fairpca.datasets import make_gaussian_groups, make_mmd_synthetic1
 from fairpca.experiments import lee2022
 from fairpca.metrics import explained_variance_ratio, mmd2
-from fairpca.mmd import (
-    _REBUILD_FRACTION,
+from fairpca.mmd import _REBUILD_FRACTION, _CachedObjective, _Penalty
+from fairpca.riemannian import random_point, retract_qr, subspace_distance, tangent_projection
+from fairpca.riemannian.trust_region import (
     _SHIFTS,
-    _CachedObjective,
-    _exact_hess_vec,
-    _exact_hessian,
-    _hessian_by_pairs,
-    _hessian_by_rows,
-    _hessian_costs,
-    _hessian_factor,
-    _kernel_group_sums,
-    _Penalty,
-    _qmc_frequencies,
-    _riemannian_hessian_matrix,
-    _Stratum,
-    _subsample,
-    _weighted_kernel,
-)
-from fairpca.stiefel import (
     _hessian,
-    random_point,
-    retract_qr,
-    subspace_distance,
-    tangent_projection,
+    _hessian_factor,
+    _riemannian_hessian_matrix,
 )
-
-
-def _stratum(X, codes, name="all rows"):
-    order = np.argsort(codes, kind="stable")
-    counts = np.bincount(codes)
-    return _Stratum(X[order], counts, np.arange(len(counts)), name)
+from test_kernels import _stratum, _three_groups
 
 
 @pytest.fixture
 def three_groups():
-    rng = np.random.default_rng(0)
-    codes = np.repeat([0, 1, 2], [40, 55, 35])
-    X = rng.standard_normal((130, 6))
-    X[codes == 1, 0] += 1.0
-    X[codes == 2] *= 1.5
-    return X - X.mean(axis=0), codes
+    return _three_groups()
 
 
 # --------------------------------------------------------------------------
 # MMD² and its gradient
 # --------------------------------------------------------------------------
-
-
-def test_kernel_group_sums_match_full_kernel_matrix():
-    rng = np.random.default_rng(1)
-    Z = rng.standard_normal((50, 3))
-    codes = rng.integers(0, 3, size=50)
-    onehot = np.eye(3)[codes]
-    gamma = 0.7
-    K = np.exp(-gamma * ((Z[:, None, :] - Z[None, :, :]) ** 2).sum(axis=2))
-    U_ref = K @ onehot
-    T_ref = np.einsum("ij,jb,jd->ibd", K, onehot, Z)
-    for tile_rows in (7, 50, 1024):  # several tiles, one exact tile, one large tile
-        U, T = _kernel_group_sums(Z, onehot, gamma, tile_rows=tile_rows)
-        np.testing.assert_allclose(U, U_ref, rtol=1e-12)
-        np.testing.assert_allclose(T, T_ref, rtol=1e-12, atol=1e-12)
 
 
 def test_penalty_is_sum_of_pairwise_mmd2_and_max_matches_metrics(three_groups):
@@ -86,30 +44,6 @@ def test_penalty_is_sum_of_pairwise_mmd2_and_max_matches_metrics(three_groups):
     np.testing.assert_allclose(penalty, sum(pairs), rtol=1e-10)
     np.testing.assert_allclose(largest, max(pairs), rtol=1e-10)
     np.testing.assert_allclose(largest, mmd2(X, codes, V.T, bandwidth=bandwidth), rtol=1e-10)
-
-
-def _directional_derivative(fun, V, E, step):
-    return (fun(V + step * E) - fun(V - step * E)) / (2 * step)
-
-
-@pytest.mark.parametrize("method", ["exact", "rff"])
-def test_mmd2_gradient_matches_finite_differences(three_groups, method):
-    X, codes = three_groups
-    # Two strata (as with fairness="EOD") and three groups: a sum of six pairwise terms.
-    half = np.arange(len(codes)) % 2 == 0
-    strata = [_stratum(X[half], codes[half], "y=1"), _stratum(X[~half], codes[~half], "y=0")]
-    bandwidth = 1.1
-    frequencies = _qmc_frequencies(3, 256, bandwidth, 0) if method == "rff" else None
-    penalty = _Penalty(strata, bandwidth, method, frequencies)
-    V = random_point(6, 3, random_state=1)
-    _, _, grad = penalty(V)
-    rng = np.random.default_rng(2)
-    # Random features are evaluated in single precision: larger step, looser tolerance.
-    step, rtol = (1e-5, 1e-6) if method == "exact" else (1e-3, 2e-3)
-    for _ in range(4):
-        E = rng.standard_normal(V.shape)
-        fd = _directional_derivative(lambda W: penalty(W, False)[0], V, E, step)
-        np.testing.assert_allclose(np.sum(grad * E), fd, rtol=rtol)
 
 
 def test_exact_hessian_product_matches_finite_differences_of_the_gradient(three_groups):
@@ -136,34 +70,11 @@ def test_exact_hessian_product_matches_finite_differences_of_the_gradient(three_
     np.testing.assert_allclose(penalty.hess_vec(W, Xi1), fd, rtol=0, atol=1e-8)
 
 
-@pytest.mark.parametrize(
-    "form",
-    [
-        _hessian_by_rows,
-        _hessian_by_pairs,
-        partial(_hessian_by_pairs, tile_rows=7),  # tiles of 7 rows, the last one of 4
-        _exact_hessian,
-    ],
-)
-def test_dense_hessian_equals_the_hessian_products(three_groups, form):
-    # The (p d, p d) matrix, formed each way, against its products with every basis
-    # matrix, for a stratum of three groups (pair weights of both signs) and d = 1, 3.
+def test_penalty_switches_to_the_dense_hessian_with_the_same_values(three_groups):
+    # Penalty.hess_vec switches to the matrix after a few products at one point, with
+    # the same values (test_kernels checks the products and the matrix).
     X, codes = three_groups
     stratum = _stratum(X, codes, "all rows")
-    for d, seed in ((1, 3), (3, 4)):
-        V = random_point(X.shape[1], d, random_state=seed)
-        kernel = _weighted_kernel(V, stratum, 0.4)
-        dense = form(kernel, stratum, 0.4)
-        assert np.allclose(dense, dense.T, atol=1e-12)
-        columns = []
-        for k in range(V.size):
-            E = np.zeros(V.size)
-            E[k] = 1.0
-            columns.append(_exact_hess_vec(kernel, stratum, 0.4, E.reshape(V.shape)).ravel())
-        np.testing.assert_allclose(dense, np.column_stack(columns), rtol=0, atol=1e-12)
-
-    # Penalty.hess_vec switches to the matrix after a few products at one point, with
-    # the same values (the finite-difference check above covers the products).
     penalty = _Penalty([stratum], 1.1, "exact")
     V = random_point(X.shape[1], 2, random_state=8)
     Xis = np.random.default_rng(9).standard_normal((40, *V.shape))
@@ -176,28 +87,10 @@ def test_dense_hessian_equals_the_hessian_products(three_groups, form):
         )
 
 
-def test_dense_hessian_is_formed_the_cheaper_way(monkeypatch):
-    # By rows when the rows outnumber the features, by pairs of output dimensions when
-    # the features are many (the reduced problem of p >= n); the cost model decides.
-    import fairpca.mmd as mmd_module
-
-    calls = []
-    for name in ("_hessian_by_rows", "_hessian_by_pairs"):
-        monkeypatch.setattr(mmd_module, name, lambda *args, name=name: calls.append(name))
-    rng = np.random.default_rng(15)
-    for m, p in ((130, 6), (20, 40)):
-        stratum = _stratum(rng.standard_normal((m, p)), np.arange(m) % 2)
-        V = random_point(p, 2, random_state=16)
-        _exact_hessian(_weighted_kernel(V, stratum, 0.4), stratum, 0.4)
-        by_rows, by_pairs = _hessian_costs(m, p, 2)
-        assert calls[-1] == ("_hessian_by_pairs" if by_pairs < by_rows else "_hessian_by_rows")
-    assert calls == ["_hessian_by_rows", "_hessian_by_pairs"]
-
-
 @pytest.mark.parametrize("n_rows", [130, 4])  # n > p (Sigma) and n < p (X^T X / n)
 def test_riemannian_hessian_matrix_and_preconditioner(three_groups, n_rows):
     # The (p d, p d) matrix of the trust-region preconditioner must be the Riemannian
-    # Hessian that the solver applies matrix-free (stiefel._hessian of the objective's
+    # Hessian that the solver applies matrix-free (trust_region._hessian of the objective's
     # products) on tangent vectors, vanish on normal ones; the preconditioner built
     # from it must map tangent vectors to tangent vectors and be symmetric positive
     # definite there, and invert the Hessian where that is positive definite.
@@ -212,7 +105,7 @@ def test_riemannian_hessian_matrix_and_preconditioner(three_groups, n_rows):
     _, egrad = objective(V)
     kernel = _weighted_kernel(V, penalty.strata[0], penalty.gamma)
     dense = _exact_hessian(kernel, penalty.strata[0], penalty.gamma)
-    B, W = _riemannian_hessian_matrix(V, egrad, objective, dense)
+    B, W = _riemannian_hessian_matrix(V, egrad, objective.euclidean_hessian(dense))
     rng = np.random.default_rng(12)
     for _ in range(3):
         xi = tangent_projection(V, rng.standard_normal(V.shape))
@@ -251,41 +144,14 @@ def test_riemannian_hessian_matrix_and_preconditioner(three_groups, n_rows):
     tangent_eigs = np.linalg.eigvalsh(B + 1e6 * (W @ W.T))[: B.shape[0] - W.shape[1]]
     assert tangent_eigs.min() < 0 and mu + tangent_eigs.min() > 0
     # The shift search starts where asked (later builds start one below the last shift).
-    _, shift = _hessian_factor(V, egrad, objective, dense)
+    _, shift = _hessian_factor(V, egrad, objective.euclidean_hessian(dense))
     assert shift >= 1
     assert mu == pytest.approx(_SHIFTS[shift] * np.abs(np.diag(B)).max(), rel=1e-3)
-    assert _hessian_factor(V, egrad, objective, dense, first_shift=shift + 1)[1] == shift + 1
+    ehess = objective.euclidean_hessian(dense)
+    assert _hessian_factor(V, egrad, ehess, first_shift=shift + 1)[1] == shift + 1
     np.testing.assert_allclose(a1 + mu * b1, xi1, rtol=0, atol=1e-4 * np.abs(xi1).max())
     a2, b2 = apply((B @ xi2.ravel()).reshape(V.shape)), apply(xi2)
     np.testing.assert_allclose(a2 + mu * b2, xi2, rtol=0, atol=1e-4 * np.abs(xi2).max())
-
-
-@pytest.mark.parametrize("lower", [True, False])
-def test_single_precision_preconditioner_stays_positive_definite(lower):
-    # S with condition number 1e10, stored in one triangle (the other holds garbage, as
-    # LAPACK potri leaves it): a plain cast to single precision is indefinite, the
-    # shifted one is not, its eigenvalues are at least those of S, and it is
-    # S + delta I to single precision with delta far below the largest eigenvalue.
-    from fairpca.mmd import _single_precision
-
-    rng = np.random.default_rng(17)
-    Q = np.linalg.qr(rng.standard_normal((300, 300)))[0]
-    eigenvalues = np.logspace(-10, 0, 300)
-    S = (Q * eigenvalues) @ Q.T
-    S = 0.5 * (S + S.T)
-    stored = np.tril(S) + np.triu(np.full_like(S, 1e30), 1)
-    if not lower:
-        stored = stored.T.copy()
-    assert np.linalg.eigvalsh(S.astype(np.float32).astype(np.float64)).min() < 0
-    single = _single_precision(stored, lower)
-    assert single.dtype == np.float32 and single.flags.f_contiguous
-    triangle = np.tril(single.astype(np.float64)) if lower else np.triu(single.astype(np.float64))
-    full = triangle + triangle.T - np.diag(np.diag(triangle))
-    shifted = np.linalg.eigvalsh(full)
-    assert np.all(shifted >= eigenvalues)
-    delta = np.mean(np.diag(full) - np.diag(S))
-    assert 0 < delta < 1e-6
-    np.testing.assert_allclose(full, S + delta * np.eye(300), rtol=2.0**-24, atol=1e-12 * delta)
 
 
 def test_preconditioner_is_rebuilt_after_products_at_other_points(three_groups):
@@ -310,22 +176,6 @@ def test_preconditioner_is_rebuilt_after_products_at_other_points(three_groups):
     assert objective.preconditioner(V, objective(V)[1]) is not None
     assert objective._preconditioner[0] == V.tobytes()
     assert objective._products_since_build == 0
-
-
-def test_random_features_in_blocks_equal_one_block(three_groups, monkeypatch):
-    import fairpca.mmd as mmd_module
-
-    X, codes = three_groups
-    strata = [_stratum(X, codes)]
-    frequencies = _qmc_frequencies(3, 128, 1.3, 0)
-    V = random_point(6, 3, random_state=8)
-    monkeypatch.setattr(mmd_module, "_RFF_CHUNK_BYTES", 10**9)  # every group in one block
-    whole = _Penalty(strata, 1.3, "rff", frequencies)(V)
-    monkeypatch.setattr(mmd_module, "_RFF_CHUNK_BYTES", 4 * 128 * 7)  # blocks of 7 rows
-    blocked = _Penalty(strata, 1.3, "rff", frequencies)(V)
-    assert blocked[0] == pytest.approx(whole[0], rel=1e-6)
-    assert blocked[1] == pytest.approx(whole[1], rel=1e-6)
-    np.testing.assert_allclose(blocked[2], whole[2], rtol=1e-5, atol=1e-9)
 
 
 def test_riemannian_gradient_is_tangent_horizontal_and_matches_the_retraction(three_groups):
@@ -380,47 +230,6 @@ def test_random_feature_objective_gradient_is_horizontal_and_exact_along_the_sub
             2 * t
         )
         np.testing.assert_allclose(np.sum(grad * xi), slope, rtol=2e-3)
-
-
-def test_qmc_frequencies_reproduce_the_rbf_kernel():
-    bandwidth = 0.8
-    W = _qmc_frequencies(2, 1024, bandwidth, seed=5)
-    assert W.shape == (2, 1024)
-    rng = np.random.default_rng(6)
-    for u in rng.standard_normal((5, 2)):
-        estimate = np.mean(np.cos(u @ W))
-        exact = np.exp(-(u @ u) / (2 * bandwidth**2))
-        # Independent draws would err by about sqrt(0.5 / 1024) = 0.02.
-        assert abs(estimate - exact) < 5e-3
-
-
-def test_random_feature_mmd2_is_close_to_exact():
-    X, s = make_gaussian_groups(n_samples=1500, n_features=8, random_state=0)
-    X = X - X.mean(axis=0)
-    strata = [_stratum(X, s)]
-    bandwidth = 2.0
-    frequencies = _qmc_frequencies(2, 1024, bandwidth, 0)
-    for seed in range(3):
-        V = random_point(8, 2, random_state=seed)
-        exact = _Penalty(strata, bandwidth, "exact")(V, False)[1]
-        approx = _Penalty(strata, bandwidth, "rff", frequencies)(V, False)[1]
-        assert abs(approx - exact) <= 0.02 * exact
-
-
-def test_subsample_keeps_group_proportions_and_rows():
-    rng = np.random.default_rng(7)
-    codes = np.repeat([0, 1, 2], [600, 300, 3])
-    X = rng.standard_normal((903, 4))
-    stratum = _stratum(X, codes)
-    (sub,) = _subsample([stratum], 300, np.random.RandomState(0))
-    np.testing.assert_array_equal(sub.counts, [199, 99, 2])  # floor(fraction * n_a), >= 2
-    original = {row.tobytes() for row in stratum.X}
-    assert all(row.tobytes() in original for row in sub.X)
-    for a in range(3):  # rows stay in their group
-        rows = sub.X[sub.codes == a]
-        group_rows = {row.tobytes() for row in stratum.X[stratum.codes == a]}
-        assert all(row.tobytes() in group_rows for row in rows)
-    assert _subsample([stratum], 1000, np.random.RandomState(0))[0] is stratum
 
 
 # --------------------------------------------------------------------------
@@ -720,13 +529,14 @@ def test_reduction_to_the_row_space_gives_the_unreduced_solution(monkeypatch):
     # p > n: the fit runs on St(r + d, d) (row space of X plus d slack directions);
     # the solve without the reduction must find the same point and costs.
     from fairpca import mmd as mmd_module
+    from fairpca.riemannian.geometry import _reduction_basis
 
     rng = np.random.default_rng(3)
     codes = np.repeat([0, 1], [20, 25])
     X = rng.standard_normal((45, 80))
     X[codes == 1, :3] += 1.0
     Xc = X - X.mean(axis=0)
-    Q = mmd_module._reduction_basis(Xc, 2)
+    Q = _reduction_basis(Xc, 2)
     assert Q.shape == (80, 44 + 2)  # centred 45 rows have rank 44
     np.testing.assert_allclose(Q.T @ Q, np.eye(46), atol=1e-12)
     np.testing.assert_allclose(Xc @ Q[:, -2:], 0.0, atol=1e-12)  # slack: outside the rows

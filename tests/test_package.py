@@ -12,7 +12,7 @@ def test_core_imports_without_any_optional_dependency():
         "import sys\n"
         f"for m in {OPTIONAL!r}:\n"
         "    sys.modules[m] = None\n"
-        "import fairpca, fairpca.metrics, fairpca.moments, fairpca.stiefel, fairpca.datasets\n"
+        "import fairpca, fairpca.metrics, fairpca.moments, fairpca.riemannian, fairpca.datasets\n"
         "print(sorted(fairpca.__all__))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

@@ -16,7 +16,7 @@ from fairpca.metrics import (
     reconstruction_error,
 )
 from fairpca.pareto import ParetoFairPCA
-from fairpca.stiefel import random_point, retract_polar, subspace_distance
+from fairpca.riemannian import random_point, retract_polar, subspace_distance
 
 # ----------------------------------------------------------------- helpers
 

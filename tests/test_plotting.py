@@ -209,52 +209,6 @@ def test_projection_plot_shows_each_methods_scores():
         plot_projections({"one": PCA(1).fit(X)}, X, s)
 
 
-def _claims_details(settings, values):
-    return pd.DataFrame(
-        [
-            {
-                "dataset": "x",
-                "method": m,
-                "setting": st,
-                "d": 1,
-                "split": i,
-                "metric": mt,
-                "value": v,
-            }
-            for (m, st, mt, i), v in zip(settings, values, strict=True)
-        ]
-    )
-
-
-def test_radius_plot_is_mean_and_spread_against_alpha():
-    keys = [("RobustFairPCA", f"alpha={a:g}", "ARE+ABDiff", i) for a in (0, 5, 10) for i in (0, 1)]
-    values = [4.0, 6.0, 2.0, 2.0, 3.0, 5.0]
-    fig = plot_reproduction(pd.DataFrame(), _claims_details(keys, values), "vu2022-radius")
-    (ax,) = fig.axes
-    line = ax.get_lines()[0]
-    np.testing.assert_allclose(line.get_xdata(), [0, 5, 10])
-    np.testing.assert_allclose(line.get_ydata(), [5.0, 2.0, 4.0])
-    np.testing.assert_allclose(ax.get_lines()[1].get_xdata(), [5, 5])  # the smallest mean
-    assert "alpha" in ax.get_xlabel() and "ARE + ABDiff" in ax.get_ylabel()
-
-
-def test_synthetic2_plot_has_one_panel_per_measure():
-    keys = [
-        (m, f"p={p}", mt, 0)
-        for m in ("PCA", "MMDFairPCA")
-        for p in (20, 30)
-        for mt in ("%VAR", "MMD2", "seconds")
-    ]
-    values = np.arange(1.0, len(keys) + 1)
-    fig = plot_reproduction(pd.DataFrame(), _claims_details(keys, values), "lee2022-synthetic2")
-    assert [ax.get_xlabel() for ax in fig.axes] == ["number of features p"] * 3
-    assert fig.axes[2].get_yscale() == "log"
-    # PCA's %VAR line: the values recorded for p = 20 and 30.
-    line = fig.axes[0].get_lines()[0]
-    np.testing.assert_allclose(line.get_xdata(), [20, 30])
-    np.testing.assert_allclose(line.get_ydata(), [1.0, 4.0])
-
-
 def test_reproduction_plot_puts_four_metrics_on_a_grid():
     metrics = ["%VAR", "%ACC", "MMD2", "ΔDP"]
     table = pd.DataFrame(

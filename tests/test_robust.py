@@ -16,6 +16,7 @@ from fairpca import RobustFairPCA
 from fairpca.datasets import make_gaussian_groups
 from fairpca.metrics import reconstruction_error, reconstruction_error_gap
 from fairpca.moments import GroupMoments
+from fairpca.riemannian import subspace_distance
 from fairpca.robust import (
     ReconstructionScorer,
     _objective_and_gradient_rows,
@@ -23,7 +24,6 @@ from fairpca.robust import (
     robust_fair_pca_cv,
     robust_objective,
 )
-from fairpca.stiefel import subspace_distance
 
 # ----------------------------------------------------------------------------- helpers
 
@@ -275,38 +275,6 @@ def test_batched_descent_equals_step_by_step_reference(parametrization, k, scale
         np.testing.assert_allclose(history[i], steps, rtol=1e-12)
         assert values[i] == pytest.approx(value, rel=1e-12)
         np.testing.assert_allclose(points[i], point, rtol=0, atol=1e-11)
-
-
-def test_cholesky_qr_equals_householder_qr_and_falls_back():
-    rng = np.random.default_rng(12)
-    p, r = 9, 4
-    X = np.stack([_orthonormal(rng, p, r) for _ in range(5)])
-
-    def householder(Y):
-        Q, R = np.linalg.qr(Y)
-        return Q * np.sign(np.diagonal(R, axis1=1, axis2=2))[:, None, :]
-
-    def tangent_step(size):
-        G = rng.standard_normal(X.shape)
-        XtG = X.transpose(0, 2, 1) @ G
-        xi = G - X @ (0.5 * (XtG + XtG.transpose(0, 2, 1)))
-        return X + size * xi / np.linalg.norm(xi, axis=(1, 2), keepdims=True)
-
-    calls = []
-    original = robust._qr_factor
-
-    def spy(Y):
-        calls.append(Y.shape)
-        return original(Y)
-
-    for size, householder_used in ((0.1, False), (3.0, False), (20.0, True)):
-        calls.clear()
-        Y = tangent_step(size)
-        with pytest.MonkeyPatch.context() as mp:
-            mp.setattr(robust, "_qr_factor", spy)
-            Qt = robust._qr_factor_rows(np.ascontiguousarray(Y.transpose(0, 2, 1)))
-        assert bool(calls) == householder_used
-        np.testing.assert_allclose(Qt.transpose(0, 2, 1), householder(Y), rtol=0, atol=1e-13)
 
 
 def test_blas_limit_skipped_only_for_small_products():

@@ -22,6 +22,7 @@ from sklearn.utils import check_array
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from fairpca._dask import _dask_labels, _dask_rows, _import_dask, _is_dask_collection
 from fairpca._validation import (
     _check_group_sizes,
     _check_n_groups,
@@ -31,13 +32,7 @@ from fairpca._validation import (
     raise_if_non_numeric,
 )
 from fairpca._warnings import warn
-from fairpca.moments import (
-    GroupMoments,
-    _dask_labels,
-    _dask_rows,
-    _import_dask,
-    _is_dask_collection,
-)
+from fairpca.moments import GroupMoments
 
 __all__ = ["FairPCABase"]
 

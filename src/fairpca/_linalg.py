@@ -1,6 +1,5 @@
 """Dense linear-algebra helpers shared by the estimators and the metrics."""
 
-import numpy as np
 from scipy.linalg import eigh
 
 __all__ = ["top_eigh"]

@@ -19,7 +19,7 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on environment
     raise ImportError('the fairpca command line needs click: pip install "fairpca[cli]"') from exc
 
-from fairpca.experiments.protocols import LEE2022_DATASETS, VU2022_DATASETS
+from fairpca.experiments import LEE2022_DATASETS, VU2022_DATASETS
 
 __all__ = ["DATASETS", "main"]
 
@@ -373,7 +373,7 @@ def reproduce(target, list_targets, quick, output, force, data_home, n_jobs):
     claims read off the papers' figures are marked holds / fails. The paper
     numbers and their citations are in fairpca/experiments/reference.csv.
     """
-    from fairpca.experiments import reproduce as rep
+    from fairpca import experiments as rep
 
     if list_targets:
         for name, info in rep.TARGETS.items():

@@ -271,7 +271,7 @@ def compare_methods(
     from sklearn.preprocessing import StandardScaler
 
     from fairpca._validation import check_data, check_n_components, check_sensitive_features
-    from fairpca.experiments.protocols import Split
+    from fairpca.experiments import Split
 
     X = check_data(X, "X")
     groups, codes = check_sensitive_features(

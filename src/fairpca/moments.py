@@ -11,11 +11,17 @@ and centres afterwards, falling back to a second pass around each group's own
 mean when that would lose digits; it costs about one ``X^T X`` and no copy of X.
 """
 
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
+from fairpca._dask import (
+    _block_moments,
+    _dask_labels,
+    _dask_rows,
+    _import_dask,
+    _merge_parts,
+)
 from fairpca._validation import check_data, check_sensitive_features
 
 __all__ = ["GroupMoments"]
@@ -400,100 +406,3 @@ def _raise_non_finite(X):
         "X is too large in magnitude: its second moments overflow float64. "
         "Rescale it first (e.g. with sklearn.preprocessing.StandardScaler)."
     )
-
-
-# ---------------------------------------------------------------------- Dask
-def _import_dask(caller):
-    """``dask`` and ``dask.array``, or an ImportError naming the extra."""
-    try:
-        import dask
-        import dask.array as da
-    except ImportError as exc:
-        raise ImportError(
-            f"{caller} needs dask for Dask input: pip install 'fairpca[dask]'"
-        ) from exc
-    return dask, da
-
-
-def _is_dask_collection(obj):
-    """Whether ``obj`` is a Dask collection, decided without importing dask."""
-    return type(obj).__module__.split(".")[0] == "dask" and hasattr(obj, "__dask_graph__")
-
-
-def _dask_rows(X, da):
-    """A Dask array of ``X`` with whole rows per block, and its column names (or None)."""
-    columns = None
-    if hasattr(X, "to_dask_array"):  # Dask DataFrame: one block per partition
-        columns = list(X.columns)
-        X = X.to_dask_array()
-    elif not isinstance(X, da.Array):
-        X = da.asarray(X)
-    if X.ndim != 2:
-        raise ValueError(f"X must be 2-D, got {X.ndim} dimension(s).")
-    if X.dtype.kind not in "biuf":
-        raise TypeError(f"X must be numeric; got a Dask collection of dtype {X.dtype}.")
-    return X.rechunk({1: -1}), columns
-
-
-def _dask_labels(sensitive_features, X, da):
-    """Labels as a 1-D Dask array whose blocks line up with the row blocks of ``X``."""
-    if sensitive_features is None:
-        raise ValueError("sensitive_features is required: pass one group label per row of X.")
-    labels = sensitive_features
-    if hasattr(labels, "to_dask_array"):
-        with warnings.catch_warnings():
-            # String columns become object arrays, which is what the labels need.
-            warnings.filterwarnings("ignore", "Dask currently has limited support", UserWarning)
-            labels = labels.to_dask_array()
-    elif not isinstance(labels, da.Array):
-        labels = np.asarray(labels)
-        if np.isnan(X.shape[0]):
-            raise ValueError(
-                "X has row blocks of unknown size (e.g. a Dask DataFrame); pass "
-                "sensitive_features as a Dask collection partitioned like X, such as a "
-                "column of the same DataFrame."
-            )
-        _check_label_length(labels.shape, X.shape[0])
-        labels = da.from_array(labels, chunks=(X.chunks[0],) + labels.shape[1:])
-    if labels.ndim == 2 and labels.shape[1] == 1:
-        labels = labels[:, 0]
-    if labels.ndim != 1:
-        raise ValueError(
-            f"sensitive_features must be 1-D with one label per row, got shape {labels.shape}."
-        )
-    known = not (np.isnan(X.shape[0]) or np.isnan(labels.shape[0]))
-    if known:
-        _check_label_length(labels.shape, X.shape[0])
-        return labels.rechunk((X.chunks[0],))
-    if labels.numblocks[0] != X.numblocks[0]:
-        raise ValueError(
-            f"X has {X.numblocks[0]} row blocks of unknown size but sensitive_features has "
-            f"{labels.numblocks[0]}; partition them alike (e.g. take both from one DataFrame)."
-        )
-    return labels
-
-
-def _check_label_length(shape, n_samples):
-    if shape[0] != n_samples:
-        raise ValueError(
-            f"sensitive_features has shape {shape} but X has {n_samples} rows; "
-            "they must have the same length."
-        )
-
-
-def _block_moments(X_block, s_block, index):
-    """Moments of one row block (``None`` for an empty block)."""
-    X_block = np.asarray(X_block)
-    if X_block.shape[0] == 0 and np.shape(s_block)[0] == 0:
-        return None
-    try:
-        return GroupMoments.from_arrays(X_block, s_block)
-    except (ValueError, TypeError) as exc:
-        raise type(exc)(f"row block {index}: {exc}") from exc
-
-
-def _merge_parts(left, right):
-    """Merge two optional moments (``None`` stands for no rows)."""
-    if left is None or right is None:
-        return right if left is None else left
-    return left.merge(right)

@@ -24,7 +24,8 @@ from sklearn.exceptions import ConvergenceWarning
 from fairpca._base import FairPCABase, _top_eigenvectors
 from fairpca._validation import check_number
 from fairpca._warnings import warn
-from fairpca.stiefel import retract_polar
+from fairpca.riemannian import retract_polar
+from fairpca.riemannian.line_search import backtrack
 
 __all__ = ["ParetoFairPCA"]
 
@@ -465,14 +466,17 @@ def _armijo_step(objectives, U, values, gradients, direction, max_move, first=np
     # Absorbs rounding in the values when the descent is nearly over.
     slack = 10.0 * np.finfo(np.float64).eps * np.abs(values)
     eta = min(2.0 ** np.floor(np.log2(max_move / np.linalg.norm(direction))), first)
-    for _ in range(_MAX_HALVINGS + 1):
+
+    def evaluate(eta):
         U_new = retract_polar(U, eta * direction)
-        new = objectives.values(U_new)
+        return U_new, objectives.values(U_new)
+
+    def sufficient(eta, trial):
         # NaN or inf fails the test, so non-finite trial values are backed off.
-        if np.all(new <= values + _ARMIJO * eta * slopes + slack):
-            return eta, U_new
-        eta *= 0.5
-    return None
+        return np.all(trial[1] <= values + _ARMIJO * eta * slopes + slack)
+
+    step = backtrack(evaluate, sufficient, eta, _MAX_HALVINGS)
+    return None if step is None else (step[0], step[1][0])
 
 
 # ---------------------------------------------------------------------------

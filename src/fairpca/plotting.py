@@ -364,37 +364,36 @@ def plot_projections(projections, X, sensitive_features, *, titles=None, suptitl
     return fig
 
 
-def plot_reproduction(table, details, target):
-    """Our results next to a paper's, for :mod:`fairpca.experiments.reproduce`.
+def plot_reproduction(table, details=None, target=None):
+    """Our results next to a paper's table, for :mod:`fairpca.experiments`.
 
-    Tables (rows with a paper mean): one panel per metric (two per row), one
-    line per cell, our mean ± SD divided by the paper's mean (log scale unless
-    the ratios span less than a factor 4) with the paper's spread shaded.
-    Figures: Samadi et al.'s loss-against-d panels, Kamani et al.'s disparity
-    and loss bars, Lee et al.'s %VAR, MMD² and runtime against p (synthetic
-    #2), or Vu et al.'s ARE + ABDiff against the radius scale.
+    One panel per metric (two per row), one line per cell with a paper mean,
+    our mean ± SD divided by the paper's mean (log scale unless the ratios
+    span less than a factor 4) with the paper's spread shaded. A ``target``
+    whose paper shows figures instead (Samadi et al.'s loss against d, Kamani
+    et al.'s disparity and loss bars, Lee et al.'s synthetic experiments, Vu
+    et al.'s radius) gets its own figure from ``details``, drawn by its
+    paper's module in :mod:`fairpca.experiments.papers`.
 
     Parameters
     ----------
     table : pandas.DataFrame
         ``Reproduction.table``.
-    details : pandas.DataFrame
-        ``Reproduction.details``.
-    target : str
-        Target name.
+    details : pandas.DataFrame, default=None
+        ``Reproduction.details``; used by the figures of figure targets.
+    target : str, default=None
+        Target name (a key of :data:`fairpca.experiments.TARGETS`).
 
     Returns
     -------
     fig : matplotlib.figure.Figure
     """
-    if target.startswith("samadi"):
-        return _plot_samadi(details)
-    if target.startswith("kamani"):
-        return _plot_kamani(details)
-    if target == "lee2022-synthetic2":
-        return _plot_synthetic2(details)
-    if target == "vu2022-radius":
-        return _plot_radius(details)
+    if target is not None:
+        from fairpca.experiments import TARGETS
+
+        figure = TARGETS[target].figure if target in TARGETS else None
+        if figure is not None:
+            return figure(details)
     rows = table[table["paper_mean"].notna() & table["ours_mean"].notna()]
     metrics = list(dict.fromkeys(rows["metric"]))
     n_cols = min(2, len(metrics))
@@ -450,130 +449,4 @@ def plot_reproduction(table, details, target):
     handles.append(Patch(color="0.85", label="paper's mean ± 1 SD"))
     fig.legend(handles=handles, loc="outside lower center", ncols=3, fontsize="small")
     fig.suptitle("Our mean ± SD over splits, relative to the paper's mean")
-    return fig
-
-
-def _plot_samadi(details):
-    datasets = list(dict.fromkeys(details["dataset"]))
-    fig = _figure(figsize=(5.6 * len(datasets), 4.6), layout="constrained")
-    axes = fig.subplots(1, len(datasets), squeeze=False)[0]
-    styles = {"PCA": "--", "MinMaxLossFairPCA": "-"}
-    for ax, dataset in zip(axes, datasets, strict=True):
-        part = details[details["dataset"] == dataset]
-        for (method, metric), rows in part.groupby(["method", "metric"], sort=True):
-            rows = rows.sort_values("d")
-            group = metric[len("loss[") : -1]
-            label = f"{'PCA' if method == 'PCA' else 'Fair PCA (lines coincide)'}, group {group}"
-            ax.plot(rows["d"], rows["value"], styles.get(method, ":"), marker="o", label=label)
-        ax.set_title(dataset, fontsize="medium")
-        ax.set_xlabel("target dimension d")
-        ax.set_ylabel("average marginal loss per row")
-        ax.grid(alpha=0.3)
-        # Below the panel: inside it the legend would hide the peaks of the curves.
-        ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.16), ncols=2)
-    for ax in axes:
-        ax.xaxis.get_major_locator().set_params(integer=True)
-    fig.suptitle("Average loss of each group (cf. Samadi et al., Fig. 4)")
-    return fig
-
-
-def _plot_kamani(details):
-    means = details.groupby(["dataset", "method", "metric"])["value"].mean()
-    datasets = list(dict.fromkeys(details["dataset"]))
-    methods = [
-        m for m in ("PCA", "MinMaxLossFairPCA", "ParetoFairPCA") if m in set(details["method"])
-    ]
-    fig = _figure(figsize=(max(8.0, 2.6 * len(datasets) + 2), 4.0), layout="constrained")
-    axes = fig.subplots(1, 2)
-    width = 0.8 / len(methods)
-    x = np.arange(len(datasets))
-    titles = {
-        "disparity": "average |pairwise disparity error| per row",
-        "loss": "total reconstruction loss (mean squared residual)",
-    }
-    for ax, metric in zip(axes, ("disparity", "loss"), strict=True):
-        for i, method in enumerate(methods):
-            values = [means.get((ds, method, metric), np.nan) for ds in datasets]
-            ax.bar(x + (i - (len(methods) - 1) / 2) * width, values, width, label=method)
-        ax.set_xticks(x, datasets, fontsize="small")
-        ax.set_xlabel("data set / protected attribute")
-        ax.set_ylabel(titles[metric])
-        ax.grid(axis="y", alpha=0.3)
-    axes[0].set_yscale("log")
-    axes[0].set_ylabel(titles["disparity"] + " (log)")
-    axes[0].legend(fontsize="small")
-    fig.suptitle("PCA, SDP fair PCA and Pareto fair PCA at d = 10, test split (cf. Kamani et al.)")
-    return fig
-
-
-def _setting_values(settings):
-    """Numbers of ``"name=value"`` setting labels (``"p=20"`` → 20.0)."""
-    return settings.map(lambda setting: float(setting.split("=", 1)[1]))
-
-
-def _plot_synthetic2(details):
-    details = details.assign(x=_setting_values(details["setting"]))
-    stats = details.groupby(["method", "metric", "x"])["value"].agg(["mean", "std"]).fillna(0.0)
-    panels = [
-        ("%VAR", "explained variance of the test rows (%)", "linear"),
-        ("MMD2", "MMD² between the projected groups (test)", "linear"),
-        ("seconds", "fit time (s, wall clock, log scale)", "log"),
-    ]
-    fig = _figure(figsize=(14.0, 4.0), layout="constrained")
-    axes = fig.subplots(1, 3)
-    methods = list(dict.fromkeys(details["method"]))
-    for ax, (metric, label, scale) in zip(axes, panels, strict=True):
-        for i, method in enumerate(methods):
-            if (method, metric) not in stats.index.droplevel("x"):
-                continue
-            part = stats.loc[(method, metric)]
-            ax.errorbar(
-                part.index.to_numpy(dtype=float),
-                part["mean"].to_numpy(dtype=float),
-                yerr=part["std"].to_numpy(dtype=float),
-                marker="osD^"[i % 4],
-                capsize=3,
-                label=method,
-            )
-        ax.set_xlabel("number of features p")
-        ax.set_ylabel(label)
-        ax.set_yscale(scale)
-        ax.set_xticks(sorted(details["x"].unique()))
-        ax.grid(alpha=0.3)
-    axes[0].legend(fontsize="small")
-    fig.suptitle("Synthetic data #2, d = 5: mean ± SD over splits (cf. Lee et al., Figs. 2, 3)")
-    return fig
-
-
-def _plot_radius(details):
-    part = details[details["metric"] == "ARE+ABDiff"]
-    stats = part.groupby(_setting_values(part["setting"]))["value"].agg(["mean", "std"])
-    stats = stats.fillna(0.0).sort_index()
-    fig = _figure(figsize=(6.0, 4.0), layout="constrained")
-    ax = fig.subplots()
-    alphas, mean, std = (
-        stats.index.to_numpy(dtype=float),
-        stats["mean"].to_numpy(dtype=float),
-        stats["std"].to_numpy(dtype=float),
-    )
-    ax.plot(alphas, mean, marker="o", ms=3, label="mean over training draws")
-    ax.fill_between(
-        alphas,
-        mean - std,
-        mean + std,
-        alpha=0.25,
-        label="± 1 SD",
-    )
-    best = stats["mean"].idxmin()
-    ax.axvline(best, color="k", ls=":", lw=1, label=f"smallest mean (alpha = {best:g})")
-    ax.set_xlabel("radius scale alpha (eps_1 = alpha / sqrt(N_1))")
-    ax.set_ylabel("test ARE + ABDiff (squared-error units)")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize="small")
-    n = part["split"].nunique()
-    ax.set_title(
-        "RFPCA on the 2-D toy data (cf. Vu et al., Fig. 4)\n"
-        f"lambda = 0.1, {n} training draws, one fixed test set",
-        fontsize="medium",
-    )
     return fig

@@ -34,7 +34,14 @@ from sklearn.utils import check_random_state
 from threadpoolctl import threadpool_limits
 
 from fairpca._base import FairPCABase
+from fairpca._linalg import top_eigh
 from fairpca._validation import _plain, check_data, check_number, check_sensitive_features
+from fairpca.riemannian.geometry import (
+    _orthonormal_complement,
+    _qr_factor,
+    _retract_rows,
+    _tangent_rows,
+)
 
 __all__ = [
     "ReconstructionScorer",
@@ -50,11 +57,6 @@ _PARAMETRIZATIONS = ("complement", "direct")
 
 #: Relative size below which a group's complement second moment ``m_b`` counts as zero.
 _ZERO_MOMENT_RTOL = 1e-12
-
-#: Largest squared step norm ``||xi||_F^2`` (a bound on ``cond(X + xi)^2 - 1``) for which
-#: the QR retraction uses Cholesky QR; its Q then carries at most about 100 units of
-#: rounding more than a Householder QR's (see _qr_factor_rows).
-_CHOLESKY_QR_MAX_STEP2 = 100.0
 
 #: Multiply-adds of a matrix product below which OpenBLAS computes it on one thread
 #: (its GEMM threshold, 4 x 65536): see _single_blas_thread.
@@ -237,68 +239,6 @@ def _objective_and_gradient_rows(Xt, problem, parametrization):
     # (R, 1, 1, k) @ (R, r, k, p): G_i^T = sign * sum_b w_ib X_i^T M_b.
     gradient_t = ((sign * weights)[:, None, None, :] @ XM)[:, :, 0, :]
     return values, gradient_t
-
-
-def _tangent_rows(Xt, Gt):
-    """Transposed projection of stacked ``G`` onto the Stiefel tangent spaces at ``X``.
-
-    ``G - X sym(X^T G)``, written for the transposes: ``G^T - sym(X^T G) X^T``.
-    """
-    XtG = Xt @ Gt.transpose(0, 2, 1)
-    return Gt - (0.5 * (XtG + XtG.transpose(0, 2, 1))) @ Xt
-
-
-def _qr_factor(Y):
-    """Stacked Q factors of ``Y`` (R, p, r) with positive diagonal of R (Householder)."""
-    Q, Rf = np.linalg.qr(Y)
-    signs = np.sign(np.diagonal(Rf, axis1=1, axis2=2))
-    signs[signs == 0] = 1.0
-    return Q * signs[:, None, :]
-
-
-def _qr_factor_rows(Yt):
-    """Transposed Q factors of ``Y`` with positive diagonal of R, from ``Y^T`` (R, r, p).
-
-    The Q factor with positive diagonal of R is unique, and so is the Cholesky
-    factor: ``Y^T Y = R^T R`` with ``R = L^T``, ``L = cholesky(Y^T Y)``, so
-    ``Q^T = L^{-1} Y^T``. For the 21 blocks of 20 x 5 of a default fit at
-    p = 20 this takes 38 us against 49 us for the stacked Householder QR
-    (mostly numpy overhead), a tenth of a step. Forming ``Y^T Y`` squares the
-    condition number, which costs about ``cond(Y)^2`` units of rounding in
-    ``Q``. After a step ``Y = X + xi`` with ``X^T xi`` skew (a tangent step),
-    ``Y^T Y = I + xi^T xi``, so ``tr(Y^T Y) - r = ||xi||_F^2`` bounds
-    ``cond(Y)^2 - 1``: when it exceeds ``_CHOLESKY_QR_MAX_STEP2`` anywhere
-    (very large steps, as on unscaled data), or the factorisation fails, the
-    Householder QR is used instead. (On the benchmark's data ``||xi||_F^2`` is
-    about 0.01 at p = 20 and 7.4 at p = 100, with d = 5.)
-    """
-    r = Yt.shape[1]
-    gram = Yt @ Yt.transpose(0, 2, 1)
-    if gram.diagonal(axis1=1, axis2=2).sum(axis=1).max() - r <= _CHOLESKY_QR_MAX_STEP2:
-        try:
-            return np.linalg.inv(np.linalg.cholesky(gram)) @ Yt
-        except np.linalg.LinAlgError:
-            pass
-    return _qr_factor(Yt.transpose(0, 2, 1)).transpose(0, 2, 1)
-
-
-def _retract_rows(Xt, xi_t, retraction):
-    """Stacked QR (positive diagonal of R) or polar retraction, on transposes.
-
-    Returns the transpose of the retraction of ``X + xi``; the polar factor of
-    a transpose is the transpose of the polar factor.
-    """
-    Yt = Xt + xi_t
-    if retraction == "qr":
-        return _qr_factor_rows(Yt)
-    W, _, Zt = np.linalg.svd(Yt, full_matrices=False)
-    return W @ Zt
-
-
-def _orthonormal_complement(X):
-    """Orthonormal bases of the complements of the column spans of stacked ``X`` (R, p, r)."""
-    Q, _ = np.linalg.qr(X, mode="complete")
-    return Q[:, :, X.shape[2] :]
 
 
 def _subgradient_descent(starts, problem, parametrization, retraction, n_iter, verbose=False):
@@ -670,15 +610,14 @@ n_components_, component_scales_, n_features_in_, feature_names_in_
 
         # PCA start (top-d eigenvectors of the pooled covariance) plus random subspaces.
         covariance = np.einsum("b,bij->ij", problem.proportions, problem.second_moments)
-        _, vectors = np.linalg.eigh(covariance)
+        pca = top_eigh(covariance, d)[1][None]
         rng = check_random_state(self.random_state)
         gaussian = rng.standard_normal((self.n_restarts, p, d))
         random_V = _qr_factor(gaussian)
         if self.parametrization == "direct":
-            starts = np.concatenate([vectors[None, :, p - d :], random_V])
+            starts = np.concatenate([pca, random_V])
         else:
-            random_U = _orthonormal_complement(random_V)
-            starts = np.concatenate([vectors[None, :, : p - d], random_U])
+            starts = _orthonormal_complement(np.concatenate([pca, random_V]))
 
         with _single_blas_thread(starts, problem.n_groups):
             points, values, history = _subgradient_descent(

@@ -1,11 +1,101 @@
-"""The papers' experimental protocols: data preparation and train/test splits.
+"""The papers' experimental protocols and the reproductions of their experiments.
 
 ``lee2022``, ``vu2022``, ``samadi2018`` and ``kamani`` turn a raw data set
-(see :mod:`fairpca.datasets`) into a :class:`Split` prepared as the paper did;
-each function's docstring lists every choice and where it came from. Requires
-pandas (``pip install 'fairpca[datasets]'``).
+(see :mod:`fairpca.datasets`) into a :class:`Split` prepared as the paper did
+(encoding, rows kept, subsample, train/test split, standardisation); each
+paper's module in :mod:`fairpca.experiments.papers` lists every choice and
+where it came from. Where the original code had a bug, the protocol does the
+correct thing and says so. Splits are seeded by the ``split`` index only, so
+the same call returns identical arrays in every run. Requires pandas
+(``pip install 'fairpca[datasets]'``).
+
+:data:`TARGETS` is the registry of the experiments ``fairpca reproduce`` re-runs,
+assembled from the paper modules (``fairpca reproduce --list``):
+
+- ``lee2022-table1``, ``lee2022-synthetic1``, ``lee2022-synthetic2``: Lee et al.
+  (AAAI 2022), Table 1 and Figures 1-3
+  (:mod:`~fairpca.experiments.papers.lee2022`).
+- ``vu2022-table1``, ``vu2022-radius``: Vu et al. (ICLR 2022), Table 1 and
+  Figure 4 (:mod:`~fairpca.experiments.papers.vu2022`).
+- ``samadi2018-figures``: Samadi et al. (NeurIPS 2018), Figure 4
+  (:mod:`~fairpca.experiments.papers.samadi2018`).
+- ``kamani-figures``: Kamani et al. (arXiv 1911.04931), Figures 2, 3, 6 and 8
+  (:mod:`~fairpca.experiments.papers.kamani`).
+
+:func:`plan`, :func:`execute`, :func:`run`, :func:`summarise`,
+:func:`to_markdown`, :func:`write_report` and :func:`reference` run them and
+compare with the papers' numbers (the engine, ``fairpca.experiments._engine``).
 """
 
-from fairpca.experiments.protocols import Split, kamani, lee2022, samadi2018, vu2022
+from fairpca.experiments._engine import (
+    Reproduction,
+    Reproductions,
+    Target,
+    execute,
+    printed_half_unit,
+)
+from fairpca.experiments._split import N_SPLITS, Split
+from fairpca.experiments.papers import kamani as _kamani
+from fairpca.experiments.papers import lee2022 as _lee2022
+from fairpca.experiments.papers import samadi2018 as _samadi2018
+from fairpca.experiments.papers import vu2022 as _vu2022
+from fairpca.experiments.papers.kamani import KAMANI_DATASETS, kamani
+from fairpca.experiments.papers.lee2022 import LEE2022_DATASETS, lee2022, lee2022_downstream
+from fairpca.experiments.papers.samadi2018 import SAMADI2018_DATASETS, samadi2018
+from fairpca.experiments.papers.vu2022 import (
+    VU2022_ALPHAS,
+    VU2022_DATASETS,
+    VU2022_LAMS,
+    vu2022,
+    vu2022_errors,
+    vu2022_selection,
+)
 
-__all__ = ["Split", "kamani", "lee2022", "samadi2018", "vu2022"]
+__all__ = [
+    "KAMANI_DATASETS",
+    "LEE2022_DATASETS",
+    "N_SPLITS",
+    "SAMADI2018_DATASETS",
+    "TARGETS",
+    "VU2022_ALPHAS",
+    "VU2022_DATASETS",
+    "VU2022_LAMS",
+    "Reproduction",
+    "Reproductions",
+    "Split",
+    "Target",
+    "execute",
+    "kamani",
+    "lee2022",
+    "lee2022_downstream",
+    "plan",
+    "printed_half_unit",
+    "reference",
+    "run",
+    "samadi2018",
+    "summarise",
+    "to_markdown",
+    "vu2022",
+    "vu2022_errors",
+    "vu2022_selection",
+    "write_report",
+]
+
+#: Target name → :class:`Target`, in the order ``fairpca reproduce --list`` shows them.
+TARGETS = {
+    "lee2022-table1": _lee2022.TABLE1,
+    "vu2022-table1": _vu2022.TABLE1,
+    "samadi2018-figures": _samadi2018.FIGURES,
+    "kamani-figures": _kamani.FIGURES,
+    "lee2022-synthetic1": _lee2022.SYNTHETIC1,
+    "lee2022-synthetic2": _lee2022.SYNTHETIC2,
+    "vu2022-radius": _vu2022.RADIUS,
+}
+
+_REPRODUCTIONS = Reproductions(TARGETS)
+reference = _REPRODUCTIONS.reference
+plan = _REPRODUCTIONS.plan
+run = _REPRODUCTIONS.run
+summarise = _REPRODUCTIONS.summarise
+to_markdown = _REPRODUCTIONS.to_markdown
+write_report = _REPRODUCTIONS.write_report

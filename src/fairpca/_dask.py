@@ -1,0 +1,142 @@
+"""Dask helpers: recognising Dask input, aligning labels, per-block moments, row gathering.
+
+Used by :class:`fairpca.moments.GroupMoments` (one distributed pass over the
+rows for the group moments, merged pairwise with the update of Chan, Golub &
+LeVeque, 1979) and by
+the estimators that read a bounded sample of rows (:mod:`fairpca.mmd`).
+Dask itself is imported only when Dask input is met.
+"""
+
+import warnings
+
+import numpy as np
+
+
+def _import_dask(caller):
+    """``dask`` and ``dask.array``, or an ImportError naming the extra."""
+    try:
+        import dask
+        import dask.array as da
+    except ImportError as exc:
+        raise ImportError(
+            f"{caller} needs dask for Dask input: pip install 'fairpca[dask]'"
+        ) from exc
+    return dask, da
+
+
+def _is_dask_collection(obj):
+    """Whether ``obj`` is a Dask collection, decided without importing dask."""
+    return type(obj).__module__.split(".")[0] == "dask" and hasattr(obj, "__dask_graph__")
+
+
+def _dask_rows(X, da):
+    """A Dask array of ``X`` with whole rows per block, and its column names (or None)."""
+    columns = None
+    if hasattr(X, "to_dask_array"):  # Dask DataFrame: one block per partition
+        columns = list(X.columns)
+        X = X.to_dask_array()
+    elif not isinstance(X, da.Array):
+        X = da.asarray(X)
+    if X.ndim != 2:
+        raise ValueError(f"X must be 2-D, got {X.ndim} dimension(s).")
+    if X.dtype.kind not in "biuf":
+        raise TypeError(f"X must be numeric; got a Dask collection of dtype {X.dtype}.")
+    return X.rechunk({1: -1}), columns
+
+
+def _dask_labels(sensitive_features, X, da):
+    """Labels as a 1-D Dask array whose blocks line up with the row blocks of ``X``."""
+    if sensitive_features is None:
+        raise ValueError("sensitive_features is required: pass one group label per row of X.")
+    labels = sensitive_features
+    if hasattr(labels, "to_dask_array"):
+        with warnings.catch_warnings():
+            # String columns become object arrays, which is what the labels need.
+            warnings.filterwarnings("ignore", "Dask currently has limited support", UserWarning)
+            labels = labels.to_dask_array()
+    elif not isinstance(labels, da.Array):
+        labels = np.asarray(labels)
+        if np.isnan(X.shape[0]):
+            raise ValueError(
+                "X has row blocks of unknown size (e.g. a Dask DataFrame); pass "
+                "sensitive_features as a Dask collection partitioned like X, such as a "
+                "column of the same DataFrame."
+            )
+        _check_label_length(labels.shape, X.shape[0])
+        labels = da.from_array(labels, chunks=(X.chunks[0],) + labels.shape[1:])
+    if labels.ndim == 2 and labels.shape[1] == 1:
+        labels = labels[:, 0]
+    if labels.ndim != 1:
+        raise ValueError(
+            f"sensitive_features must be 1-D with one label per row, got shape {labels.shape}."
+        )
+    known = not (np.isnan(X.shape[0]) or np.isnan(labels.shape[0]))
+    if known:
+        _check_label_length(labels.shape, X.shape[0])
+        return labels.rechunk((X.chunks[0],))
+    if labels.numblocks[0] != X.numblocks[0]:
+        raise ValueError(
+            f"X has {X.numblocks[0]} row blocks of unknown size but sensitive_features has "
+            f"{labels.numblocks[0]}; partition them alike (e.g. take both from one DataFrame)."
+        )
+    return labels
+
+
+def _check_label_length(shape, n_samples):
+    if shape[0] != n_samples:
+        raise ValueError(
+            f"sensitive_features has shape {shape} but X has {n_samples} rows; "
+            "they must have the same length."
+        )
+
+
+def _block_moments(X_block, s_block, index):
+    """Moments of one row block (``None`` for an empty block)."""
+    from fairpca.moments import GroupMoments  # moments imports this module
+
+    X_block = np.asarray(X_block)
+    if X_block.shape[0] == 0 and np.shape(s_block)[0] == 0:
+        return None
+    try:
+        return GroupMoments.from_arrays(X_block, s_block)
+    except (ValueError, TypeError) as exc:
+        raise type(exc)(f"row block {index}: {exc}") from exc
+
+
+def _merge_parts(left, right):
+    """Merge two optional moments (``None`` stands for no rows)."""
+    if left is None or right is None:
+        return right if left is None else left
+    return left.merge(right)
+
+
+def _take_rows(block, local):
+    """Rows ``local`` of one block, as an array."""
+    return np.asarray(block)[local]
+
+
+def _gather_rows(X, bounds, rows):
+    """Rows ``rows`` (sorted, distinct) of the Dask array ``X``, in one computation.
+
+    ``bounds`` are the first row of each block of ``X`` and the row count; they
+    come from the label blocks, since blocks from a Dask DataFrame have unknown
+    sizes and cannot be fancy-indexed. Only blocks holding wanted rows are read.
+
+    Returns
+    -------
+    rows : ndarray of shape (len(rows), n_features), float64
+    """
+    import dask
+
+    cuts = np.searchsorted(rows, bounds)
+    parts = [
+        dask.delayed(_take_rows)(block, rows[lo:hi] - first)
+        for block, first, lo, hi in zip(
+            X.to_delayed().ravel(), bounds[:-1], cuts[:-1], cuts[1:], strict=True
+        )
+        if hi > lo
+    ]
+    taken = dask.compute(*parts)
+    if not taken:
+        return np.empty((0, X.shape[1]))
+    return np.concatenate(taken).astype(np.float64, copy=False)

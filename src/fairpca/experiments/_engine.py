@@ -1,0 +1,544 @@
+"""The engine that re-runs a paper's experiment and compares our numbers with the paper's.
+
+It knows no paper: a :class:`Reproductions` is given the targets (name → :class:`Target`,
+assembled in :mod:`fairpca.experiments`), plans each target's units of work, runs them (in
+parallel processes with joblib if asked), summarises the measurements against the papers'
+numbers and writes the report.
+
+The papers' numbers live in ``reference.csv`` next to this module, one row per
+cell with its citation. Tables become rows ``ours (mean ± SD over splits)``
+against ``paper (mean ± SD)`` with a mark: *within* when our mean is inside the
+paper's mean ± one SD (when the paper gives no SD, as Vu et al.'s Table 1: when
+the paper's mean is inside ours ± one SD). Figures only show shapes, so their
+rows are claims read off the figure, each with the measured statistic and a
+criterion that decides whether it holds.
+"""
+
+import math
+import time
+import warnings
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+
+__all__ = [
+    "Reproduction",
+    "Reproductions",
+    "Target",
+    "estimator",
+    "execute",
+    "fit_models",
+    "printed_half_unit",
+    "record",
+    "setting_value",
+]
+
+_REFERENCE_FILE = "reference.csv"
+_KEYS = ["dataset", "method", "setting", "d", "metric"]
+
+
+@dataclass(frozen=True)
+class Target:
+    """One reproduction target: what it reproduces, how it runs and how it is judged.
+
+    Attributes
+    ----------
+    title : str
+        What the target reproduces (table or figure of which paper).
+    citation : str
+        The paper.
+    full_minutes : float
+        Measured duration of the full run in one process (shared 2-core machine).
+    quick_description, full_description : str
+        What the reduced (``--quick``) and the full run cover.
+    jobs : callable
+        ``jobs(quick, data_home, unavailable)`` returns the units of work: a list of
+        ``(label, function)``, each function returning a list of :func:`record` dicts
+        and noting in ``unavailable`` the methods that could not run.
+    checks : callable, default=None
+        For targets reproducing figures: ``checks(details)`` returns the claims
+        measured, tuples ``(dataset, method, metric, value, holds, rule)``. None:
+        a table, compared cell by cell with the paper's mean ± SD.
+    figure : callable, default=None
+        ``figure(details)`` returns the target's matplotlib Figure. None: our
+        numbers relative to the paper's (:func:`fairpca.plotting.plot_reproduction`).
+    """
+
+    title: str
+    citation: str
+    full_minutes: float
+    quick_description: str
+    full_description: str
+    jobs: object
+    checks: object = None
+    figure: object = None
+
+
+@dataclass
+class Reproduction:
+    """The outcome of one target.
+
+    Attributes
+    ----------
+    target : str
+        Target name, a key of the targets run.
+    quick : bool
+        Whether the reduced run was made.
+    table : pandas.DataFrame
+        One row per compared cell: keys ``dataset, method, setting, d, metric``,
+        ``ours_mean, ours_std, n_runs, paper_mean, paper_std, paper_claim,
+        status, rule, citation``. ``status`` is ``"within"``, ``"outside"``,
+        ``"holds"``, ``"fails"`` or ``"not available"``.
+    details : pandas.DataFrame
+        Every measurement (one row per split and metric).
+    figures : dict
+        ``{file name: matplotlib Figure}``.
+    seconds : float
+        Wall-clock duration.
+    """
+
+    target: str
+    quick: bool
+    table: object
+    details: object
+    figures: dict = field(default_factory=dict)
+    seconds: float = 0.0
+
+
+def estimator(name, **params):
+    """A fairpca estimator by class name, or None when it is not in this installation."""
+    import fairpca
+
+    cls = getattr(fairpca, name, None)
+    return None if cls is None else cls(**params)
+
+
+def record(dataset, method, setting, d, split, metric, value):
+    """One measurement: the value of ``metric`` for a method's setting at ``d`` on one split."""
+    return {
+        "dataset": dataset,
+        "method": method,
+        "setting": setting,
+        "d": d,
+        "split": split,
+        "metric": metric,
+        "value": float(value),
+    }
+
+
+def _fit(est, data, X=None, s=None):
+    X = data.X_train if X is None else X
+    s = data.s_train if s is None else s
+    with warnings.catch_warnings():
+        # Reduced iteration budgets are expected to stop early in quick mode.
+        from sklearn.exceptions import ConvergenceWarning
+
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        if hasattr(est, "_fit_components"):
+            return est.fit(X, sensitive_features=s)
+        return est.fit(X)
+
+
+def fit_models(models, data, unavailable, seconds=None):
+    """Fit each ``(*key, estimator)`` entry and yield those that ran.
+
+    A method missing from this installation (``None``) or lacking an optional
+    dependency is recorded in ``unavailable`` and skipped. When ``seconds`` is
+    a dict, the wall-clock duration of each fit is stored under its key.
+    """
+    for *key, est in models:
+        method = key[0]
+        if est is None:
+            unavailable.setdefault(method, "not in this installation of fairpca")
+            continue
+        start = time.perf_counter()
+        try:
+            _fit(est, data)
+        except ImportError as exc:
+            unavailable.setdefault(method, str(exc))
+            continue
+        if seconds is not None:
+            seconds[tuple(key)] = time.perf_counter() - start
+        yield (*key, est)
+
+
+def setting_value(setting):
+    """The number in a ``"name=value"`` setting label (``"p=20"`` → 20.0)."""
+    return float(setting.split("=", 1)[1])
+
+
+def execute(jobs, unavailable, n_jobs=1):
+    """Run the units of work of :func:`plan`, yielding their records in plan order.
+
+    Parameters
+    ----------
+    jobs : list of (str, callable)
+        The first value :func:`plan` returns.
+    unavailable : dict
+        The second value :func:`plan` returns; updated with what the units
+        found missing, also when they ran in other processes.
+    n_jobs : int, default=1
+        Processes running units at once (joblib's convention: -1 for one per
+        core). Each unit seeds itself, so the records do not depend on it.
+        joblib gives each worker ``cores // n_jobs`` BLAS threads.
+
+    Yields
+    ------
+    label : str
+        The unit's label.
+    records : list of dict
+        Its measurement records.
+    """
+    if n_jobs == 1:
+        for label, job in jobs:
+            yield label, job()
+        return
+    from joblib import Parallel, delayed
+
+    # Each task pickles the job together with ``unavailable`` (the dict its
+    # closure fills), so the worker fills the copy it then sends back.
+    results = Parallel(n_jobs=n_jobs, return_as="generator")(
+        delayed(_run_unit)(job, unavailable) for _, job in jobs
+    )
+    for (label, _), (records, missing) in zip(jobs, results, strict=True):
+        unavailable.update(missing)
+        yield label, records
+
+
+def _run_unit(job, unavailable):
+    return job(), dict(unavailable)
+
+
+#: Decimals the papers print a metric with, where not 2 (Lee et al.'s MMD²).
+_PRINTED_DECIMALS = {"MMD2": 3}
+
+
+def printed_half_unit(metric):
+    """Half a unit of the last digit a paper's table prints ``metric`` with.
+
+    A mean that rounds to the printed value matches it: with a printed SD of
+    0 (PCA keeps 100.00 ± 0.00 % of COMPAS's variance at d = 10, its 11
+    features having one exact linear dependency) only this slack separates
+    rounding from a difference.
+    """
+    return 0.5 * 10.0 ** -_PRINTED_DECIMALS.get(metric, 2)
+
+
+def _values_table(ref, details):
+    import pandas as pd
+
+    if len(details):
+        stats = details.groupby(_KEYS, sort=False)["value"].agg(["mean", "std", "count"])
+        stats["std"] = stats["std"].fillna(0.0)
+        stats = stats.rename(columns={"mean": "ours_mean", "std": "ours_std", "count": "n_runs"})
+        stats = stats.reset_index()
+    else:
+        stats = pd.DataFrame(columns=[*_KEYS, "ours_mean", "ours_std", "n_runs"])
+    stats["d"] = stats["d"].astype("Int64")
+    paper = ref.rename(columns={"mean": "paper_mean", "std": "paper_std", "claim": "paper_claim"})
+    ran = set(zip(stats["dataset"], stats["d"], strict=True))
+    paper = paper[[(ds, d) in ran for ds, d in zip(paper["dataset"], paper["d"], strict=True)]]
+    table = paper.drop(columns="target").merge(stats, on=_KEYS, how="outer")
+    status, rule = [], []
+    for row in table.itertuples():
+        if pd.isna(row.ours_mean):
+            status.append("not run")
+            rule.append("")
+        elif pd.isna(row.paper_mean):
+            status.append("no paper value")
+            rule.append("")
+        elif not pd.isna(row.paper_std):
+            inside = abs(row.ours_mean - row.paper_mean) <= row.paper_std + printed_half_unit(
+                row.metric
+            )
+            status.append("within" if inside else "outside")
+            rule.append("|ours - paper| <= paper SD + half a unit of the paper's last digit")
+        else:
+            inside = abs(row.ours_mean - row.paper_mean) <= row.ours_std
+            status.append("within" if inside else "outside")
+            rule.append("|ours - paper| <= our SD (paper gives no SD)")
+    table["status"], table["rule"] = status, rule
+    table["citation"] = table["citation"].fillna("")
+    table["paper_claim"] = table["paper_claim"].fillna("")
+    return table[_columns()]
+
+
+def _claims_table(ref, details, checks):
+    import pandas as pd
+
+    measured = pd.DataFrame(
+        checks, columns=["dataset", "method", "metric", "ours_mean", "holds", "rule"]
+    )
+    ran = set(details["dataset"])
+    table = ref[ref["dataset"].isin(ran)].drop(columns="target")
+    table = table.rename(columns={"mean": "paper_mean", "std": "paper_std", "claim": "paper_claim"})
+    table = table.merge(measured, on=["dataset", "method", "metric"], how="left")
+    table["ours_std"] = np.nan
+    table["n_runs"] = [
+        details[details["dataset"] == ds]["split"].nunique() for ds in table["dataset"]
+    ]
+    table["status"] = [
+        "not run" if pd.isna(h) else ("holds" if h else "fails") for h in table["holds"]
+    ]
+    table["rule"] = table["rule"].fillna("")
+    return table[_columns()]
+
+
+def _columns():
+    return [
+        *_KEYS,
+        "ours_mean",
+        "ours_std",
+        "n_runs",
+        "paper_mean",
+        "paper_std",
+        "paper_claim",
+        "status",
+        "rule",
+        "citation",
+    ]
+
+
+def _fmt(mean, std):
+    if mean is None or (isinstance(mean, float) and math.isnan(mean)):
+        return ""
+    digits = 2 if abs(mean) >= 1 else 4
+    if std is None or (isinstance(std, float) and math.isnan(std)):
+        return f"{mean:.{digits}f}"
+    return f"{mean:.{digits}f} ± {std:.{digits}f}"
+
+
+class Reproductions:
+    """Plans, runs, summarises and reports the targets of a registry.
+
+    Parameters
+    ----------
+    targets : dict
+        Target name → :class:`Target`; the names are those of ``reference.csv``.
+
+    Attributes
+    ----------
+    targets : dict
+        As given.
+    """
+
+    def __init__(self, targets):
+        self.targets = targets
+
+    def check(self, target):
+        """Raise a ValueError naming the valid targets unless ``target`` is one of them."""
+        if target not in self.targets:
+            raise ValueError(
+                f"unknown target {target!r}; valid targets: {', '.join(self.targets)}."
+            )
+
+    def reference(self, target=None):
+        """The papers' reference numbers and claims.
+
+        Parameters
+        ----------
+        target : str, default=None
+            Restrict to one target.
+
+        Returns
+        -------
+        table : pandas.DataFrame
+            Columns ``target, dataset, method, setting, d, metric, mean, std,
+            claim, citation``; ``mean``/``std`` are NaN for claims read off a figure.
+        """
+        import pandas as pd
+
+        with resources.files("fairpca.experiments").joinpath(_REFERENCE_FILE).open() as f:
+            table = pd.read_csv(f, dtype={"setting": str, "claim": str}, keep_default_na=False)
+        for column in ("mean", "std"):
+            table[column] = pd.to_numeric(table[column].replace("", np.nan))
+        table["d"] = pd.to_numeric(table["d"].replace("", np.nan)).astype("Int64")
+        if target is not None:
+            self.check(target)
+            table = table[table["target"] == target].reset_index(drop=True)
+        return table
+
+    def plan(self, target, *, quick=False, data_home=None):
+        """The units of work of a target, to run one by one (e.g. behind a progress bar).
+
+        Parameters
+        ----------
+        target : str
+            A key of :attr:`targets`.
+        quick : bool, default=False
+            The reduced run (fewer data sets, splits and settings).
+        data_home : str or path, default=None
+            Folder of the data files (default: ``$FAIRPCA_DATA``).
+
+        Returns
+        -------
+        jobs : list of (str, callable)
+            Label and a function returning a list of measurement records.
+        unavailable : dict
+            Filled while the jobs run: method name → why it could not run.
+        """
+        self.check(target)
+        unavailable = {}
+        return self.targets[target].jobs(quick, data_home, unavailable), unavailable
+
+    def run(self, target, *, quick=False, data_home=None, progress=None, n_jobs=1):
+        """Run one target and compare with the paper.
+
+        Parameters
+        ----------
+        target : str
+            A key of :attr:`targets`.
+        quick : bool, default=False
+            The reduced run.
+        data_home : str or path, default=None
+            Folder of the data files (default: ``$FAIRPCA_DATA``).
+        progress : callable, default=None
+            Called as ``progress(label)`` after each unit of work.
+        n_jobs : int, default=1
+            Processes running units of work at once (see :func:`execute`).
+
+        Returns
+        -------
+        Reproduction
+        """
+        start = time.perf_counter()
+        jobs, unavailable = self.plan(target, quick=quick, data_home=data_home)
+        records = []
+        for label, unit_records in execute(jobs, unavailable, n_jobs):
+            records += unit_records
+            if progress is not None:
+                progress(label)
+        seconds = time.perf_counter() - start
+        return self.summarise(target, records, unavailable, quick=quick, seconds=seconds)
+
+    def summarise(self, target, records, unavailable, *, quick=False, seconds=0.0):
+        """Turn measurement records into a :class:`Reproduction` (table and figures).
+
+        Parameters
+        ----------
+        target : str
+            A key of :attr:`targets`.
+        records : list of dict
+            Measurements as produced by the jobs of :func:`plan`.
+        unavailable : dict
+            Method name → reason it could not run.
+        quick : bool, default=False
+            Whether the records come from the reduced run.
+        seconds : float, default=0.0
+            Duration to store.
+
+        Returns
+        -------
+        Reproduction
+        """
+        import pandas as pd
+
+        self.check(target)
+        details = pd.DataFrame(records, columns=[*_KEYS[:4], "split", "metric", "value"])
+        ref = self.reference(target)
+        info = self.targets[target]
+        if info.checks is not None:
+            table = _claims_table(ref, details, info.checks(details) if len(details) else [])
+        else:
+            table = _values_table(ref, details)
+        for method, reason in unavailable.items():
+            mask = (table["method"] == method) & (table["status"] == "not run")
+            table.loc[mask, "status"] = "not available"
+            table.loc[mask, "rule"] = reason
+        table = table[table["status"] != "not run"].reset_index(drop=True)
+        from fairpca.plotting import plot_reproduction
+
+        figures = {}
+        if len(details):
+            make = info.figure or (lambda details: plot_reproduction(table, details))
+            figures[f"{target}.png"] = make(details)
+        return Reproduction(target, quick, table, details, figures, seconds)
+
+    def to_markdown(self, reproduction):
+        """The comparison as a Markdown report (tables and links to the plots).
+
+        Parameters
+        ----------
+        reproduction : Reproduction
+
+        Returns
+        -------
+        text : str
+        """
+        info = self.targets[reproduction.target]
+        mode = "quick" if reproduction.quick else "full"
+        lines = [
+            f"# {info.title}",
+            "",
+            f"Paper: {info.citation}",
+            "",
+            f"Run: `{reproduction.target}`, {mode} mode "
+            f"({info.quick_description if reproduction.quick else info.full_description}); "
+            f"{reproduction.seconds:.0f} s.",
+            "",
+        ]
+        table = reproduction.table
+        claims = table["paper_claim"].astype(bool).any()
+        if claims:
+            lines += [
+                "| data set | method | check | paper's claim | measured | criterion | status |",
+                "|---|---|---|---|---|---|---|",
+            ]
+            for row in table.itertuples():
+                lines.append(
+                    f"| {row.dataset} | {row.method} | {row.metric} | {row.paper_claim} | "
+                    f"{_fmt(row.ours_mean, None)} | {row.rule} | {row.status} |"
+                )
+        else:
+            lines += [
+                "| data set | d | method | setting | metric | ours (mean ± SD) | runs "
+                "| paper (mean ± SD) | status |",
+                "|---|---|---|---|---|---|---|---|---|",
+            ]
+            for row in table.itertuples():
+                lines.append(
+                    f"| {row.dataset} | {row.d} | {row.method} | {row.setting} | {row.metric} | "
+                    f"{_fmt(row.ours_mean, row.ours_std)} | "
+                    f"{'' if math.isnan(row.n_runs) else int(row.n_runs)} | "
+                    f"{_fmt(row.paper_mean, row.paper_std)} | {row.status} |"
+                )
+            rules = sorted({r for r in table["rule"] if r})
+            if rules:
+                lines += ["", "Status rule: " + "; ".join(rules) + "."]
+        cited = sorted({c for c in table["citation"] if c})
+        lines += ["", "Sources: " + "; ".join(cited) + "."]
+        for name in reproduction.figures:
+            lines += ["", f"![{reproduction.target}]({name})"]
+        return "\n".join(lines) + "\n"
+
+    def write_report(self, reproduction, output, *, force=False):
+        """Write ``<target>.csv`` (comparison), ``<target>-details.csv``, ``report.md`` and PNGs.
+
+        Parameters
+        ----------
+        reproduction : Reproduction
+        output : str or path
+            Directory to create.
+        force : bool, default=False
+            Write into ``output`` even if it exists (files of the same names are replaced).
+
+        Returns
+        -------
+        written : list of str
+            File names written.
+        """
+        output = Path(output)
+        if output.exists() and not force:
+            raise FileExistsError(f"{output} exists; pass force=True (--force) to write into it.")
+        output.mkdir(parents=True, exist_ok=True)
+        name = reproduction.target
+        reproduction.table.to_csv(output / f"{name}.csv", index=False)
+        reproduction.details.to_csv(output / f"{name}-details.csv", index=False)
+        (output / "report.md").write_text(self.to_markdown(reproduction))
+        written = [f"{name}.csv", f"{name}-details.csv", "report.md"]
+        for filename, fig in reproduction.figures.items():
+            fig.savefig(output / filename, dpi=120)
+            written.append(filename)
+        return written

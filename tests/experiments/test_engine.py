@@ -1,0 +1,216 @@
+"""The reproduction engine: reference numbers, every target's quick run, reports, the rules."""
+
+import math
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+from experiments_support import quick_run_fixture  # noqa: F401 (fixture quick_run)
+
+import fairpca
+from fairpca import experiments
+from fairpca.cli import cli
+
+PAPERS = Path(__file__).resolve().parents[3] / "shared" / "papers"
+STATUSES = {"within", "outside", "holds", "fails", "not available", "no paper value"}
+
+
+def _paper(prefix):
+    (path,) = PAPERS.glob(f"{prefix}_*.txt")
+    return path.read_text()
+
+
+def test_reference_numbers_are_the_papers():
+    ref = experiments.reference()
+    assert set(ref["target"]) == set(experiments.TARGETS)
+    assert (ref["citation"].str.len() > 0).all()
+    numeric = ref["mean"].notna()
+    assert (numeric | (ref["claim"].str.len() > 0)).all()
+    # Every Lee et al. cell is "mean <sub>sd</sub>" at its place in Table 1 of the paper's
+    # text: rows PCA, FPCA (0.1, 0.01), FPCA (0, 0.01), MbF-PCA 1e-3, 1e-6 for d = 2 then
+    # d = 10; columns %VAR, %ACC, MMD², ΔDP for COMPAS, German credit, Adult.
+    lee = _paper("000")
+    table1 = lee[lee.index("Table 1:") : lee.index("## 8.2")]
+    lines = [line for line in table1.splitlines() if "<sub>" in line]
+    cells = [re.findall(r"([\d.]+)\s*<sub>([\d.]+)</sub>", line) for line in lines]
+    assert len(cells) == 10 and all(len(row) == 12 for row in cells)
+    settings = ["", "mu=0.01 delta=0.1", "mu=0.01 delta=0", "tau=1e-3", "tau=1e-6"]
+    datasets, metrics = ["compas", "german_credit", "adult"], ["%VAR", "%ACC", "MMD2", "ΔDP"]
+    lee_rows = ref[ref["target"] == "lee2022-table1"]
+    assert len(lee_rows) == 10 * 12
+    for row in lee_rows.itertuples():
+        line = (0 if row.d == 2 else 5) + settings.index(row.setting)
+        column = 4 * datasets.index(row.dataset) + metrics.index(row.metric)
+        mean, std = cells[line][column]
+        assert (row.mean, row.std) == (float(mean), float(std)), row
+    # Every Vu et al. cell appears on its data set's line of Table 1.
+    vu = _paper("001")
+    lines = vu[vu.index("Table 1: Out-of-sample") :].splitlines()[:20]
+    names = {"default_credit": "Default Credit", "ecoli": "E. Coli", "magic": "Magic"}
+    for row in ref[ref["target"] == "vu2022-table1"].itertuples():
+        name = names.get(row.dataset)
+        if name is None:
+            continue
+        (line,) = [line for line in lines if line.startswith(name)]
+        values = [float(v) for v in line.split("\t")[1:5]]
+        column = (0 if row.method == "RobustFairPCA" else 2) + (row.metric == "ARE")
+        assert values[column] == row.mean
+
+
+#: Targets that read real data sets; the others generate theirs.
+REAL_DATA_TARGETS = ("lee2022-table1", "vu2022-table1", "samadi2018-figures", "kamani-figures")
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        pytest.param(t, marks=pytest.mark.requires_data) if t in REAL_DATA_TARGETS else t
+        for t in experiments.TARGETS
+    ],
+)
+def test_every_target_runs_quick_and_writes_its_report(target, quick_run):
+    result, out, _, _ = quick_run(target)
+    files = {p.name for p in out.iterdir()}
+    assert files == {f"{target}.csv", f"{target}-details.csv", "report.md", f"{target}.png"}
+    assert (out / f"{target}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    table = pd.read_csv(out / f"{target}.csv", keep_default_na=False, na_values=[""])
+    details = pd.read_csv(out / f"{target}-details.csv")
+    assert len(table) > 0 and set(table["status"]) <= STATUSES
+    cited = table["status"] != "no paper value"  # our context rows (PCA in Vu's table)
+    assert (table.loc[cited, "citation"].str.len() > 0).all()
+    assert table.loc[~cited, "paper_mean"].isna().all()
+    report = (out / "report.md").read_text()
+    assert report.startswith("# ") and f"![{target}]({target}.png)" in report
+    assert report.count("\n| ") >= len(table)
+    for row in table.itertuples():
+        assert f"| {row.dataset} |" in result.output  # the printed table has every row
+        if row.status in ("within", "outside"):
+            # The mark is what the rule says, recomputed from the written numbers.
+            values = details.query(
+                "dataset == @row.dataset and method == @row.method and metric == @row.metric"
+            )["value"]
+            assert row.ours_mean == pytest.approx(values.mean())
+            if math.isnan(row.paper_std):  # the paper gives no SD: ours
+                spread = values.std(ddof=1)
+            else:  # the paper's, plus half a unit of its printed precision
+                spread = row.paper_std + 0.5 * (1e-3 if row.metric == "MMD2" else 1e-2)
+            inside = abs(values.mean() - row.paper_mean) <= spread
+            assert (row.status == "within") == inside
+    if target in ("lee2022-table1", "vu2022-table1"):
+        assert {"within", "outside"} & set(table["status"])
+        assert table["paper_mean"].notna().any()
+    else:
+        assert set(table["status"]) <= {"holds", "fails"} and table["paper_claim"].all()
+
+
+@pytest.mark.requires_data
+def test_missing_methods_are_shown_not_available(monkeypatch):
+    monkeypatch.delattr(fairpca, "MMDFairPCA", raising=False)
+    monkeypatch.delattr(fairpca, "ConvexFairPCA", raising=False)
+    result = CliRunner().invoke(cli, ["reproduce", "lee2022-table1", "--quick"])
+    assert result.exit_code == 0, result.output
+    assert "MMDFairPCA: not available" in result.output
+    assert re.search(
+        r"\| MMDFairPCA \| tau=1e-3 \| %VAR \|  \| +\| 39|\| MMDFairPCA .*not available",
+        result.output,
+    )
+    assert re.search(r"\| ConvexFairPCA .*\| not available \|", result.output)
+
+
+@pytest.mark.requires_data
+def test_parallel_units_give_the_serial_records(quick_run, tmp_path):
+    _, _, _, serial = quick_run("vu2022-table1")
+    out = tmp_path / "parallel"
+    result = CliRunner().invoke(
+        cli, ["reproduce", "vu2022-table1", "--quick", "--jobs", "2", "--output", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    parallel = pd.read_csv(out / "vu2022-table1-details.csv", keep_default_na=False)
+    pd.testing.assert_frame_equal(parallel, serial)
+    result = CliRunner().invoke(cli, ["reproduce", "vu2022-table1", "--quick", "--jobs", "0"])
+    assert result.exit_code == 2 and "--jobs must be a positive number or -1" in result.output
+
+
+def test_full_run_states_its_duration_for_the_processes_used(monkeypatch):
+    # Two trivial units stand in for the target's plan: the message scales the
+    # one-process duration by the processes that will run.
+    monkeypatch.setattr(experiments, "plan", lambda *a, **k: ([("a", list), ("b", list)], {}))
+    minutes = experiments.TARGETS["kamani-figures"].full_minutes
+    for n_jobs, text in (("1", f"{minutes:.3g} min with 1 process "), ("2", "processes")):
+        result = CliRunner().invoke(cli, ["reproduce", "kamani-figures", "--jobs", n_jobs])
+        assert result.exit_code == 0, result.output
+        assert text in result.output
+    assert f"about {minutes / 2:.3g} min with 2 processes" in result.output
+
+
+def test_cell_within_the_paper_spread_up_to_its_printed_precision():
+    # Paper: COMPAS d = 2 PCA %VAR 39.28 ± 5.17 (two decimals), MMD² 0.092 ± 0.010
+    # (three). A mean 0.004 beyond the SD rounds onto the printed spread; 0.006 does not.
+    def table(var, mmd):
+        records = [
+            {"dataset": "compas", "method": "PCA", "setting": "", "d": 2, "split": 0,
+             "metric": metric, "value": value}
+            for metric, value in (("%VAR", var), ("MMD2", mmd))
+        ]  # fmt: skip
+        result = experiments.summarise("lee2022-table1", records, {})
+        return result.table.set_index("metric")["status"]
+
+    assert (
+        experiments.printed_half_unit("%VAR") == 0.005
+        and experiments.printed_half_unit("MMD2") == 0.0005
+    )
+    marks = table(39.28 + 5.17 + 0.004, 0.092 - 0.010 - 0.0004)
+    assert marks["%VAR"] == "within" and marks["MMD2"] == "within"
+    marks = table(39.28 + 5.17 + 0.006, 0.092 + 0.010 + 0.0006)
+    assert marks["%VAR"] == "outside" and marks["MMD2"] == "outside"
+
+
+def _unit(number, missing):
+    if number % 2:
+        missing[f"method {number}"] = "not installed"
+    return [{"unit": number}]
+
+
+def test_execute_keeps_plan_order_and_what_workers_found_missing():
+    from functools import partial
+
+    missing = {}
+    jobs = [(f"unit {i}", partial(_unit, i, missing)) for i in range(5)]
+    units = list(experiments.execute(jobs, missing, n_jobs=2))
+    assert [label for label, _ in units] == [f"unit {i}" for i in range(5)]
+    assert [records for _, records in units] == [[{"unit": i}] for i in range(5)]
+    # Filled in the worker processes, seen by the caller.
+    assert missing == {"method 1": "not installed", "method 3": "not installed"}
+
+
+@pytest.mark.requires_data
+def test_bad_target_output_and_missing_data(tmp_path):
+    runner = CliRunner()
+    result = runner.invoke(cli, ["reproduce", "lee2023-table9"])
+    assert result.exit_code != 0
+    for name in experiments.TARGETS:
+        assert name in result.output
+    listing = runner.invoke(cli, ["reproduce", "--list"])
+    assert listing.exit_code == 0 and all(name in listing.output for name in experiments.TARGETS)
+    out = tmp_path / "exists"
+    out.mkdir()
+    (out / "keep.txt").write_text("mine")
+    result = runner.invoke(cli, ["reproduce", "kamani-figures", "--quick", "--output", str(out)])
+    assert result.exit_code != 0 and "--force" in result.output
+    assert [p.name for p in out.iterdir()] == ["keep.txt"]
+    result = runner.invoke(
+        cli, ["reproduce", "kamani-figures", "--quick", "--output", str(out), "--force"]
+    )
+    assert result.exit_code == 0, result.output
+    assert {"keep.txt", "report.md"} <= {p.name for p in out.iterdir()}
+    empty = tmp_path / "no-data"
+    result = runner.invoke(
+        cli, ["reproduce", "samadi2018-figures", "--quick", "--data-home", str(empty)]
+    )
+    assert result.exit_code == 1
+    assert "cannot load the data" in result.output and "not found" in result.output
+    assert "Traceback" not in result.output
+    with pytest.raises(ValueError, match="valid targets: lee2022-table1"):
+        experiments.reference("nope")
