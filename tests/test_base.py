@@ -24,11 +24,11 @@ class GroupBalancedPCA(FairPCABase):
         self.n_components = n_components
         self.extra_scaled = extra_scaled
 
-    def _fit_components(self, X, codes, moments, y):
+    def _fit_components(self, X, codes, moments, y, d):
         GroupBalancedPCA.calls += 1
         M = moments.second_moment().mean(axis=0)
         _, vectors = np.linalg.eigh(M)
-        r = self.n_components + (1 if self.extra_scaled else 0)
+        r = d + (1 if self.extra_scaled else 0)
         components = vectors[:, ::-1][:, :r].T
         scales = None
         if self.extra_scaled:

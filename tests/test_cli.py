@@ -150,23 +150,23 @@ class _BalancedPCA(FairPCABase):
         self.n_components = n_components
         self.random_state = random_state
 
-    def _fit_components(self, X, codes, moments, y):
+    def _fit_components(self, X, codes, moments, y, d):
         _, vectors = np.linalg.eigh(moments.second_moment().mean(axis=0))
-        return vectors[:, ::-1][:, : self.n_components].T, None
+        return vectors[:, ::-1][:, :d].T, None
 
 
 class _NeedsExtra(_BalancedPCA):
-    def _fit_components(self, X, codes, moments, y):
+    def _fit_components(self, X, codes, moments, y, d):
         raise ImportError('needs cvxpy: pip install "fairpca[sdp]"')
 
 
 class _StopsEarly(_BalancedPCA):
     """Test-only method whose solver reports that it stopped before converging."""
 
-    def _fit_components(self, X, codes, moments, y):
+    def _fit_components(self, X, codes, moments, y, d):
         self.n_iter_, self.converged_ = 3, False
         warnings.warn("stopped after 3 iterations (gap 0.1)", ConvergenceWarning, stacklevel=2)
-        return super()._fit_components(X, codes, moments, y)
+        return super()._fit_components(X, codes, moments, y, d)
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")

@@ -18,25 +18,25 @@ class _Balanced(FairPCABase):
     def __init__(self, n_components=2):
         self.n_components = n_components
 
-    def _fit_components(self, X, codes, moments, y):
+    def _fit_components(self, X, codes, moments, y, d):
         _, vectors = np.linalg.eigh(moments.second_moment().mean(axis=0))
-        return vectors[:, ::-1][:, : self.n_components].T, None
+        return vectors[:, ::-1][:, :d].T, None
 
 
 class _Slow(_Balanced):
-    def _fit_components(self, X, codes, moments, y):
+    def _fit_components(self, X, codes, moments, y, d):
         time.sleep(60)
-        return super()._fit_components(X, codes, moments, y)
+        return super()._fit_components(X, codes, moments, y, d)
 
 
 class _Warns(_Balanced):
-    def _fit_components(self, X, codes, moments, y):
+    def _fit_components(self, X, codes, moments, y, d):
         warnings.warn("stopped early (tolerance 0.1)", ConvergenceWarning, stacklevel=2)
-        return super()._fit_components(X, codes, moments, y)
+        return super()._fit_components(X, codes, moments, y, d)
 
 
 class _Fails(_Balanced):
-    def _fit_components(self, X, codes, moments, y):
+    def _fit_components(self, X, codes, moments, y, d):
         raise np.linalg.LinAlgError("solver broke")
 
 

@@ -9,6 +9,7 @@ from sklearn.decomposition import PCA
 from sklearn.exceptions import ConvergenceWarning
 
 import fairpca.pareto as pareto
+from fairpca._linalg import top_eigh
 from fairpca.datasets import make_gaussian_groups
 from fairpca.metrics import (
     marginal_loss,
@@ -76,7 +77,7 @@ def module_objectives(X, s, d, psi, kind="pairwise"):
     Xc = X - X.mean(axis=0)
     groups = np.unique(s)
     scatters = np.array([Xc[s == g].T @ Xc[s == g] for g in groups])
-    U0 = pareto._top_eigenvectors(scatters.sum(axis=0), d).T
+    U0 = top_eigh(scatters.sum(axis=0), d)[1]
     total = np.trace(scatters.sum(axis=0))
     labels = [str(g) for g in groups]
     normalised = scatters / total

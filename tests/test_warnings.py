@@ -35,6 +35,7 @@ def test_group_blind_warning_points_at_the_caller(cls):
         ConvexFairPCA(n_components=2, max_iter=5),
         ParetoFairPCA(n_components=2, max_iter=1),
         MMDFairPCA(n_components=2, max_iter=1, tau=1e-9, random_state=0),
+        RobustFairPCA(n_components=2, n_iter=5, n_restarts=2, random_state=0),
     ],
     ids=lambda e: type(e).__name__,
 )

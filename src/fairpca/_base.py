@@ -23,6 +23,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from fairpca._dask import _dask_labels, _dask_rows, _import_dask, _is_dask_collection
+from fairpca._linalg import top_eigh
 from fairpca._validation import (
     _check_group_sizes,
     _check_n_groups,
@@ -35,13 +36,6 @@ from fairpca._warnings import warn
 from fairpca.moments import GroupMoments
 
 __all__ = ["FairPCABase"]
-
-
-def _top_eigenvectors(matrix, n_components):
-    """Top ``n_components`` eigenvectors of a symmetric matrix as rows, shape (d, p)."""
-    p = matrix.shape[0]
-    _, vectors = np.linalg.eigh(matrix)
-    return vectors[:, p - n_components :][:, ::-1].T
 
 
 def _single_group_moments(X):
@@ -132,7 +126,7 @@ class FairPCABase(
         self.n_iter_, self.converged_ = 1, True
 
     @abstractmethod
-    def _fit_components(self, X, codes, moments, y):
+    def _fit_components(self, X, codes, moments, y, d):
         """Solve the method's problem.
 
         Parameters
@@ -149,6 +143,10 @@ class FairPCABase(
             Group moments of the uncentred data.
         y : ndarray of shape (n_samples,) or None
             Target, for methods whose fairness notion conditions on it.
+        d : int
+            Target dimension: ``n_components``, validated once by the base
+            against the number of features (methods read this, not
+            ``self.n_components``).
 
         Returns
         -------
@@ -158,7 +156,7 @@ class FairPCABase(
             Component weights in (0, 1]; ``None`` means all ones.
         """
 
-    def _fit_components_dask(self, X, labels, y, moments):
+    def _fit_components_dask(self, X, labels, y, moments, d):
         """Solve a grouped fit on Dask input, after the moment pass over it.
 
         The default, for ``_moments_only`` methods, reads ``moments`` alone. A
@@ -175,13 +173,15 @@ class FairPCABase(
             The target as passed to ``fit``.
         moments : GroupMoments
             Group moments of ``X``.
+        d : int
+            Target dimension, as in :meth:`_fit_components`.
 
         Returns
         -------
         components, scales
             As from :meth:`_fit_components`.
         """
-        return self._fit_components(None, None, moments, None)
+        return self._fit_components(None, None, moments, None, d)
 
     # ------------------------------------------------------------ validation
     def _validate_X(self, X, *, reset, ensure_all_finite=True):
@@ -257,7 +257,7 @@ class FairPCABase(
         self.mean_ = moments.pooled_mean
         self.groups_, self.group_counts_ = groups, moments.counts
         Xc = X - self.mean_
-        components, scales = self._fit_components(Xc, codes, moments, y)
+        components, scales = self._fit_components(Xc, codes, moments, y, d)
         self.moments_ = moments
         self._set_components(components, scales, Xc=Xc)
         return self
@@ -314,12 +314,12 @@ class FairPCABase(
         if grouped:
             self.groups_, self.group_counts_ = moments.groups, moments.counts
             if dask_input is None:
-                components, scales = self._fit_components(None, None, moments, None)
+                components, scales = self._fit_components(None, None, moments, None, d)
             else:
-                components, scales = self._fit_components_dask(*dask_input, moments)
+                components, scales = self._fit_components_dask(*dask_input, moments, d)
         else:
             self.groups_ = self.group_counts_ = None
-            components, scales = _top_eigenvectors(scatter, d), None
+            components, scales = top_eigh(scatter, d)[1].T, None
             self._set_group_blind_state()
         self._set_components(components, scales, scatter=scatter, n_samples=moments.n_samples)
         # Last, so that a failed solve leaves partial_fit's accumulated moments as they were.

@@ -498,8 +498,8 @@ class ConvexFairPCA(FairPCABase):
         if not isinstance(self.verbose, bool):
             check_number(self.verbose, "verbose", minimum=0)
 
-    def _fit_components(self, X, codes, moments, y):
-        d, p = self.n_components, moments.n_features
+    def _fit_components(self, X, codes, moments, y, d):
+        p = moments.n_features
         if self.max_features is not None and p > self.max_features:
             raise ValueError(
                 f"X has {p} features but ConvexFairPCA accepts at most max_features="

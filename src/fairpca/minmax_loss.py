@@ -614,8 +614,7 @@ class MinMaxLossFairPCA(FairPCABase):
             raise TypeError(f"sdp_solver must be a cvxpy solver name, got {self.sdp_solver!r}.")
         check_number(self.verbose, "verbose", minimum=0)
 
-    def _fit_components(self, X, codes, moments, y):
-        d = self.n_components
+    def _fit_components(self, X, codes, moments, y, d):
         p = moments.n_features
         log_level = logging.INFO if self.verbose else logging.DEBUG
         small = [(g, int(c)) for g, c in zip(moments.groups, moments.counts, strict=True) if c <= d]

@@ -29,7 +29,6 @@ References
 
 import logging
 import numbers
-import warnings
 from collections import OrderedDict
 from dataclasses import replace
 from functools import cached_property
@@ -57,6 +56,7 @@ from fairpca._kernels import (
 )
 from fairpca._linalg import top_eigh
 from fairpca._validation import _plain, check_number, check_sensitive_features
+from fairpca._warnings import warn
 from fairpca.riemannian import minimize_lbfgs, minimize_trust_region, random_point
 from fairpca.riemannian.geometry import _reduction_basis
 from fairpca.riemannian.trust_region import apply_preconditioner, hessian_preconditioner
@@ -761,11 +761,10 @@ class MMDFairPCA(FairPCABase):
             self._require_target(y)
         return super()._fit_dask(X, y, sensitive_features)
 
-    def _fit_components(self, X, codes, moments, y):
-        # Called by fit, called by the user: stacklevel 4 from _fit_rows.
-        return self._fit_rows(lambda rows: [X[r] for r in rows], X, codes, moments, y, 4)
+    def _fit_components(self, X, codes, moments, y, d):
+        return self._fit_rows(lambda rows: [X[r] for r in rows], X, codes, moments, y, d)
 
-    def _fit_components_dask(self, X, labels, y, moments):
+    def _fit_components_dask(self, X, labels, y, moments, d):
         """Gather the rows the fit reads (at most ``max_samples`` + 2000) from Dask input.
 
         The labels (and ``y`` for ``"EOP"``/``"EOD"``) are brought into memory,
@@ -789,16 +788,15 @@ class MMDFairPCA(FairPCABase):
             block -= moments.pooled_mean
             return [block[np.searchsorted(needed, r)] for r in rows]
 
-        # Via FairPCABase._fit_moments, FairPCABase._fit_dask, _fit_dask and fit.
-        return self._fit_rows(read, None, codes, moments, y, 7)
+        return self._fit_rows(read, None, codes, moments, y, d)
 
-    def _fit_rows(self, read, X, codes, moments, y, stacklevel):
+    def _fit_rows(self, read, X, codes, moments, y, d):
         """Select the rows, read them with ``read`` and solve.
 
         ``read`` maps a list of index arrays to the centred rows at those
         indices; ``X`` is every centred row, or None on Dask input (then there
         is no reduction to the row space when p > n, an exact shortcut only).
-        ``stacklevel`` points a ConvergenceWarning at the caller of ``fit``.
+        ``d`` is the target dimension.
         """
         tau = self._check_params()
         rng = check_random_state(self.random_state)
@@ -824,7 +822,7 @@ class MMDFairPCA(FairPCABase):
         # Every product here is small or skinny (p x p eigenproblems, n x d projections,
         # tiles x k(1 + d)): BLAS threads only add synchronisation cost to them.
         with threadpool_limits(limits=1, user_api="blas"):
-            V, stopped = self._solve(X, strata, bandwidth_rows, sigma, tau, seeds)
+            V, stopped = self._solve(X, strata, bandwidth_rows, sigma, tau, seeds, d)
         self.converged_ = bool(stopped and self.constraint_value_ <= tau)
         self._log(
             f"finished after {self.n_iter_} outer iterations: exact MMD² "
@@ -836,21 +834,20 @@ class MMDFairPCA(FairPCABase):
                 if self.constraint_value_ > tau
                 else "the REPMS stopping rule (||V_k+1 - V_k|| <= 1e-6) was not met"
             )
-            warnings.warn(
+            warn(
                 f"MMDFairPCA did not converge in {self.n_iter_} outer iterations "
                 f"(max_iter={self.max_iter}): {reason}. Increase max_iter or tau.",
                 ConvergenceWarning,
-                stacklevel=stacklevel,
             )
         return V.T, None
 
-    def _solve(self, X, strata, bandwidth_rows, sigma, tau, seeds):
+    def _solve(self, X, strata, bandwidth_rows, sigma, tau, seeds, d):
         """Bandwidth, MMD² evaluator, start and REPMS; return ``(V, stopped)``.
 
         ``strata`` hold the (subsampled) rows of the MMD² terms, ``bandwidth_rows``
-        those of the median heuristic (None with a given bandwidth).
+        those of the median heuristic (None with a given bandwidth); ``d`` is the
+        target dimension.
         """
-        d = self.n_components
         # Columns in increasing order of eigenvalue, the start REPMS has always used: the
         # subspace found does not depend on the order, but its last digits do.
         V_pca = top_eigh(sigma, d)[1][:, ::-1]
@@ -890,7 +887,7 @@ class MMDFairPCA(FairPCABase):
             self.history_ = _history([])
             self._log(f"PCA is already fair (MMD² {h_pca:.3g} <= tau {tau:g}).")
         else:
-            V0 = V_pca if self.init == "pca" else self._random_start(objective, seeds[3])
+            V0 = V_pca if self.init == "pca" else self._random_start(objective, seeds[3], d)
             V, stopped, self.n_iter_, records = _repms(
                 objective, V0, 1.0 / pen_pca, tau, self.max_iter, self._log
             )
@@ -907,10 +904,10 @@ class MMDFairPCA(FairPCABase):
     def _log(self, message):
         (logger.info if self.verbose else logger.debug)(message)
 
-    def _random_start(self, objective, seed):
+    def _random_start(self, objective, seed, d):
         """The authors' start: best of 11 random points by variance, then MMD² minimised."""
         rng = np.random.RandomState(seed)
-        p, d = objective.n_features, self.n_components
+        p = objective.n_features
         candidates = [random_point(p, d, rng) for _ in range(_N_RANDOM_STARTS)]
         V = max(candidates, key=lambda W: float(np.sum(W * objective.sigma_times(W))))
 

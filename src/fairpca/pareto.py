@@ -21,7 +21,8 @@ from itertools import combinations
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from fairpca._base import FairPCABase, _top_eigenvectors
+from fairpca._base import FairPCABase
+from fairpca._linalg import top_eigh
 from fairpca._validation import check_number
 from fairpca._warnings import warn
 from fairpca.riemannian import retract_polar
@@ -756,9 +757,8 @@ group_counts_, n_features_in_, feature_names_in_, component_scales_, n_component
         check_number(self.max_iter, "max_iter", minimum=0)
         check_number(self.verbose, "verbose", minimum=0)
 
-    def _fit_components(self, X, codes, moments, y):
+    def _fit_components(self, X, codes, moments, y, d):
         self._check_params()
-        d = self.n_components
         # Scatter matrices around the pooled mean: sums over rows, as the paper.
         scatters = moments.second_moment("pooled") * moments.counts[:, None, None]
         total = float(np.trace(scatters.sum(axis=0)))
@@ -767,7 +767,7 @@ group_counts_, n_features_in_, feature_names_in_, component_scales_, n_component
                 "the total sum of squares of X is not finite (values too large for float64); "
                 "rescale X."
             )
-        U = _top_eigenvectors(scatters.sum(axis=0), d).T
+        U = top_eigh(scatters.sum(axis=0), d)[1]
         if total > 0:
             scatters = scatters / total
         # Ascending eigenvalues of each group's scatter matrix.

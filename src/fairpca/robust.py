@@ -25,7 +25,6 @@ of ``alpha`` and ``lam``).
 import contextlib
 import logging
 import numbers
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -36,6 +35,7 @@ from threadpoolctl import threadpool_limits
 from fairpca._base import FairPCABase
 from fairpca._linalg import top_eigh
 from fairpca._validation import _plain, check_data, check_number, check_sensitive_features
+from fairpca._warnings import warn
 from fairpca.riemannian.geometry import (
     _orthonormal_complement,
     _qr_factor,
@@ -573,8 +573,8 @@ n_components_, component_scales_, n_features_in_, feature_names_in_
             )
         return radii
 
-    def _fit_components(self, X, codes, moments, y):
-        d, p = self.n_components, moments.n_features
+    def _fit_components(self, X, codes, moments, y, d):
+        p = moments.n_features
         counts = moments.counts.astype(np.float64)
         problem = _Problem(
             moments.second_moment("pooled"),
@@ -599,13 +599,12 @@ n_components_, component_scales_, n_features_in_, feature_names_in_
                 f"second-moment eigenvalues {tail:.4g} < radius {problem.radii[b]:.4g}"
                 for b, tail in failures
             )
-            warnings.warn(
+            warn(
                 "The reformulation of Vu et al. (2022, Theorem 3.2) needs, for every group, "
                 "lam <= its proportion or the sum of the p - d smallest eigenvalues of its "
                 f"second moment >= its radius; both fail for {detail}. The objective minimised "
                 "is then a lower bound of the robust objective.",
                 UserWarning,
-                stacklevel=4,
             )
 
         # PCA start (top-d eigenvectors of the pooled covariance) plus random subspaces.
@@ -647,12 +646,11 @@ n_components_, component_scales_, n_features_in_, feature_names_in_
         change = (tail_start - running_best[-1]) / max(abs(running_best[-1]), np.finfo(float).tiny)
         self.converged_ = bool(change <= self._convergence_rtol)
         if not self.converged_:
-            warnings.warn(
+            warn(
                 f"RobustFairPCA: the best objective still decreased by {change:.3g} (relative) "
                 f"over the last {max(self.n_iter // 10, 1)} of {self.n_iter} iterations "
                 f"(tolerance {self._convergence_rtol:g}); consider increasing n_iter.",
                 ConvergenceWarning,
-                stacklevel=4,
             )
         return V.T, None
 
