@@ -15,8 +15,9 @@ import pytest
 
 from fairpca.datasets._fetch import FILES, get_data_home
 
-#: The shared copies of the real data sets, beside the checkout.
+#: The shared copies of the real data sets and the papers' text, beside the checkout.
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+SHARED_PAPERS = SHARED_DATA.parent / "papers"
 
 REQUIRE_DATA = os.environ.get("FAIRPCA_REQUIRE_DATA", "") not in ("", "0")
 
@@ -56,6 +57,11 @@ def pytest_configure(config):
         "none: every pinned file); skipped when absent unless FAIRPCA_REQUIRE_DATA=1",
     )
     config.addinivalue_line(
+        "markers",
+        "requires_papers: reads the papers' text in ../shared/papers beside the checkout; "
+        "skipped when absent unless FAIRPCA_REQUIRE_DATA=1",
+    )
+    config.addinivalue_line(
         "markers", "slow: a long test (a reproduction); deselect with -m 'not slow'"
     )
 
@@ -69,6 +75,14 @@ def pytest_runtest_setup(item):
             if REQUIRE_DATA:
                 pytest.fail("FAIRPCA_REQUIRE_DATA=1 but " + message, pytrace=False)
             pytest.skip(message)
+    if item.get_closest_marker("requires_papers") and not any(SHARED_PAPERS.glob("*.txt")):
+        message = (
+            f"the papers' text is not at {SHARED_PAPERS} (it sits beside the project's "
+            "checkout in the team's workspace; the reference numbers are checked there)"
+        )
+        if REQUIRE_DATA:
+            pytest.fail("FAIRPCA_REQUIRE_DATA=1 but " + message, pytrace=False)
+        pytest.skip(message)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -2,7 +2,6 @@
 
 import math
 import re
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -10,10 +9,10 @@ from click.testing import CliRunner
 from experiments_support import quick_run_fixture  # noqa: F401 (fixture quick_run)
 
 import fairpca
+from conftest import SHARED_PAPERS as PAPERS
 from fairpca import experiments
 from fairpca.cli import cli
 
-PAPERS = Path(__file__).resolve().parents[3] / "shared" / "papers"
 STATUSES = {"within", "outside", "holds", "fails", "not available", "no paper value"}
 
 
@@ -22,6 +21,7 @@ def _paper(prefix):
     return path.read_text()
 
 
+@pytest.mark.requires_papers
 def test_reference_numbers_are_the_papers():
     ref = experiments.reference()
     assert set(ref["target"]) == set(experiments.TARGETS)
