@@ -289,10 +289,9 @@ def _single_blas_thread(starts, n_groups):
     """Context keeping BLAS on one thread during the descent from ``starts`` (R, p, r).
 
     The iterations are batches of small products (restarts x p x d): BLAS threads only
-    add synchronisation to them, and on a busy 2-core machine made a p = 100 fit vary
-    from 0.3 s to 14 s; one thread kept it at 0.3 s. Setting the limit costs about
-    10 ms at its first use in a process (threadpoolctl scans the loaded libraries),
-    a tenth of a whole fit at p = 20; it is skipped when the largest product of a step,
+    add synchronisation to them, which on a busy machine makes the fit's time erratic.
+    Setting the limit has a fixed cost at its first use in a process (threadpoolctl
+    scans the loaded libraries), so it is skipped when the largest product of a step,
     ``(R r x p) @ (p x k p)``, is below ``_SINGLE_THREAD_PRODUCT_SIZE`` multiply-adds,
     which BLAS runs on one thread anyway.
     """
