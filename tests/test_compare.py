@@ -2,14 +2,18 @@ import time
 import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
 from click.testing import CliRunner
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.model_selection import train_test_split
+from sklearn.preprocessing import StandardScaler
 
 from fairpca._base import FairPCABase
 from fairpca.cli import cli
 from fairpca.compare import compare_methods
 from fairpca.datasets import make_gaussian_groups
+from fairpca.metrics import group_reconstruction_error
 
 
 class _Balanced(FairPCABase):
@@ -38,6 +42,20 @@ class _Warns(_Balanced):
 class _Fails(_Balanced):
     def _fit_components(self, X, codes, moments, y, d):
         raise np.linalg.LinAlgError("solver broke")
+
+
+class _NeedsExtra(_Balanced):
+    def _fit_components(self, X, codes, moments, y, d):
+        raise ImportError('needs cvxpy: pip install "fairpca[sdp]"')
+
+
+class _StopsEarly(_Balanced):
+    """Test-only method whose solver reports that it stopped before converging."""
+
+    def _fit_components(self, X, codes, moments, y, d):
+        self.n_iter_, self.converged_ = 3, False
+        warnings.warn("stopped after 3 iterations (gap 0.1)", ConvergenceWarning, stacklevel=2)
+        return super()._fit_components(X, codes, moments, y, d)
 
 
 @pytest.fixture
@@ -100,3 +118,44 @@ def test_cli_reports_progress_times_and_the_stopped_method(monkeypatch, tmp_path
     assert header.endswith("converged,fit_seconds")
     result = CliRunner().invoke(cli, ["compare", "--time-budget", "0"])
     assert result.exit_code == 2 and "--time-budget" in result.output
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_compare_reports_methods_that_did_not_converge(monkeypatch, tmp_path):
+    monkeypatch.setattr("fairpca.all_estimators", lambda: [_Balanced, _StopsEarly])
+    out = tmp_path / "report"
+    result = CliRunner().invoke(cli, ["compare", "--output", str(out)])
+    assert result.exit_code == 0, result.output
+    table = pd.read_csv(out / "comparison.csv", index_col="method")
+    assert table["converged"].to_dict() == {"PCA": True, "_Balanced": True, "_StopsEarly": False}
+    assert "converged: PCA yes, _Balanced yes, _StopsEarly NO" in result.output
+    assert "Did not converge: _StopsEarly (" in result.output
+    md = (out / "comparison.md").read_text()
+    assert md.splitlines()[0].endswith("| converged | fit_seconds |")
+    assert md.count("Did not converge: _StopsEarly (") == 1
+    # Without such a method there is no note.
+    monkeypatch.setattr("fairpca.all_estimators", lambda: [_Balanced])
+    result = CliRunner().invoke(cli, ["compare"])
+    assert result.exit_code == 0, result.output
+    assert "converged: PCA yes, _Balanced yes" in result.output
+    assert "Did not converge" not in result.output
+
+
+def test_compare_fits_every_fair_estimator(monkeypatch):
+    monkeypatch.setattr("fairpca.all_estimators", lambda: [_Balanced, _NeedsExtra])
+    X, s, y = make_gaussian_groups(n_samples=400, random_state=2, return_target=True)
+    comparison = compare_methods(X, s, y, n_components=2, random_state=0)
+    table, unavailable = comparison.table, comparison.unavailable
+    assert list(table.index) == ["PCA", "_Balanced"]
+    assert unavailable == {"_NeedsExtra": 'needs cvxpy: pip install "fairpca[sdp]"'}
+    # The fair row is the metric of an estimator fitted with the groups of the training split.
+    X_tr, X_te, s_tr, s_te = train_test_split(X, s, test_size=0.3, stratify=s, random_state=0)
+    scaler = StandardScaler().fit(X_tr)
+    est = _Balanced(n_components=2).fit(scaler.transform(X_tr), sensitive_features=s_tr)
+    expected = group_reconstruction_error(scaler.transform(X_te), s_te, est)
+    for g, value in expected.items():
+        assert table.loc["_Balanced", f"reconstruction_error[{g}]"] == pytest.approx(value)
+
+    result = CliRunner().invoke(cli, ["compare"])
+    assert result.exit_code == 0, result.output
+    assert "_NeedsExtra: not available (needs cvxpy" in result.output
