@@ -403,29 +403,35 @@ def reproduce(target, list_targets, quick, output, force, data_home, n_jobs):
             f"with {workers} process{'es' if workers > 1 else ''} (use --quick for a short one)",
             err=True,
         )
-    records = []
+    records, fit_seconds = [], []
     start = time.perf_counter()
     units = rep.execute(jobs, unavailable, n_jobs)
     try:
-        if sys.stderr.isatty():
-            with click.progressbar(
-                units, length=len(jobs), label=target, file=sys.stderr, show_pos=True
-            ) as bar:
-                for _, unit_records in bar:
-                    records += unit_records
-        else:
-            # click draws no bar into a file or pipe: one line per unit of work
-            # shows that a long run is moving.
-            for i, (label, unit_records) in enumerate(units, start=1):
-                records += unit_records
-                elapsed = time.perf_counter() - start
-                click.echo(f"[{i}/{len(jobs)}] {label} done ({elapsed:.0f} s)", err=True)
+        # One line per unit of work: which methods it fitted and how long each took.
+        for i, (label, unit_records, unit_seconds) in enumerate(units, start=1):
+            records += unit_records
+            fit_seconds += unit_seconds
+            elapsed = time.perf_counter() - start
+            times = ", ".join(
+                f"{method}{f' {setting}' if setting else ''} {seconds:.2f} s"
+                for method, setting, seconds in unit_seconds
+            )
+            click.echo(
+                f"[{i}/{len(jobs)}] {label} done ({elapsed:.0f} s)"
+                + (f": {times}" if times else ""),
+                err=True,
+            )
     except ImportError as exc:
         raise click.ClickException(str(exc)) from exc
     except OSError as exc:
         raise click.ClickException(f"cannot load the data of {target}: {exc}") from exc
     result = rep.summarise(
-        target, records, unavailable, quick=quick, seconds=time.perf_counter() - start
+        target,
+        records,
+        unavailable,
+        quick=quick,
+        seconds=time.perf_counter() - start,
+        fit_seconds=fit_seconds,
     )
     text = rep.to_markdown(result)
     click.echo("\n".join(line for line in text.splitlines() if not line.startswith("![")))

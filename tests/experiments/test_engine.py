@@ -179,10 +179,47 @@ def test_execute_keeps_plan_order_and_what_workers_found_missing():
     missing = {}
     jobs = [(f"unit {i}", partial(_unit, i, missing)) for i in range(5)]
     units = list(experiments.execute(jobs, missing, n_jobs=2))
-    assert [label for label, _ in units] == [f"unit {i}" for i in range(5)]
-    assert [records for _, records in units] == [[{"unit": i}] for i in range(5)]
+    assert [label for label, _, _ in units] == [f"unit {i}" for i in range(5)]
+    assert [records for _, records, _ in units] == [[{"unit": i}] for i in range(5)]
+    assert [times for _, _, times in units] == [[]] * 5  # these units fit nothing
     # Filled in the worker processes, seen by the caller.
     assert missing == {"method 1": "not installed", "method 3": "not installed"}
+
+
+def _fitting_unit(n_models):
+    from sklearn.decomposition import PCA
+
+    from fairpca.datasets import make_gaussian_groups
+    from fairpca.experiments._engine import fit_models
+
+    X, s = make_gaussian_groups(n_samples=100, n_features=4, random_state=0)
+    data = experiments.Split(X, X, s, s, None, None, ["a", "b", "c", "d"], 0, "test")
+    models = [("PCA", f"d={d}", PCA(n_components=d)) for d in range(1, n_models + 1)]
+    return [{"fitted": label} for _, label, _ in fit_models(models, data, {})]
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_execute_reports_the_time_of_every_fit_of_each_unit(n_jobs):
+    from functools import partial
+
+    jobs = [(f"unit {i}", partial(_fitting_unit, i)) for i in (1, 3)]
+    units = list(experiments.execute(jobs, {}, n_jobs=n_jobs))
+    for (_, records, times), n in zip(units, (1, 3), strict=True):
+        assert [(m, setting) for m, setting, _ in times] == [("PCA", r["fitted"]) for r in records]
+        assert len(times) == n and all(seconds >= 0 for _, _, seconds in times)
+
+
+def test_reproduce_prints_and_reports_fit_time_per_method(quick_run):
+    result, out, _, _ = quick_run("lee2022-synthetic1")
+    unit_lines = [line for line in result.output.splitlines() if " done (" in line]
+    assert unit_lines and all(line.startswith("[") for line in unit_lines)
+    for line in unit_lines:
+        assert "PCA" in line and "MMDFairPCA" in line and " s, " in line, line
+    report = (out / "report.md").read_text()
+    assert "Fit time per method (wall clock):" in report
+    section = report.split("Fit time per method (wall clock):")[1]
+    for method in ("PCA", "ConvexFairPCA", "MMDFairPCA"):
+        assert f"| {method} |" in section
 
 
 @pytest.mark.requires_data

@@ -97,6 +97,9 @@ class Reproduction:
         ``{file name: matplotlib Figure}``.
     seconds : float
         Wall-clock duration.
+    fit_seconds : pandas.DataFrame or None
+        Fit time per method and setting: columns ``method, setting, fits,
+        seconds`` (total wall-clock seconds of its fits) and ``mean_seconds``.
     """
 
     target: str
@@ -105,6 +108,7 @@ class Reproduction:
     details: object
     figures: dict = field(default_factory=dict)
     seconds: float = 0.0
+    fit_seconds: object = None
 
 
 def estimator(name, **params):
@@ -141,12 +145,19 @@ def _fit(est, data, X=None, s=None):
         return est.fit(X)
 
 
+#: (method, setting, seconds) of every fit of the unit of work running in this process;
+#: :func:`_run_unit` empties it before a unit and returns what the unit added.
+_FIT_SECONDS = []
+
+
 def fit_models(models, data, unavailable, seconds=None):
     """Fit each ``(*key, estimator)`` entry and yield those that ran.
 
     A method missing from this installation (``None``) or lacking an optional
-    dependency is recorded in ``unavailable`` and skipped. When ``seconds`` is
-    a dict, the wall-clock duration of each fit is stored under its key.
+    dependency is recorded in ``unavailable`` and skipped. The wall-clock
+    duration of each fit is reported with the unit's records (see
+    :func:`execute`); when ``seconds`` is a dict it is also stored there
+    under the entry's key.
     """
     for *key, est in models:
         method = key[0]
@@ -159,8 +170,10 @@ def fit_models(models, data, unavailable, seconds=None):
         except ImportError as exc:
             unavailable.setdefault(method, str(exc))
             continue
+        elapsed = time.perf_counter() - start
+        _FIT_SECONDS.append((method, key[1] if len(key) > 1 else "", elapsed))
         if seconds is not None:
-            seconds[tuple(key)] = time.perf_counter() - start
+            seconds[tuple(key)] = elapsed
         yield (*key, est)
 
 
@@ -190,10 +203,13 @@ def execute(jobs, unavailable, n_jobs=1):
         The unit's label.
     records : list of dict
         Its measurement records.
+    fit_seconds : list of (str, str, float)
+        ``(method, setting, seconds)`` of each fit the unit made.
     """
     if n_jobs == 1:
         for label, job in jobs:
-            yield label, job()
+            records, _, fit_seconds = _run_unit(job, {})
+            yield label, records, fit_seconds
         return
     from joblib import Parallel, delayed
 
@@ -202,13 +218,15 @@ def execute(jobs, unavailable, n_jobs=1):
     results = Parallel(n_jobs=n_jobs, return_as="generator")(
         delayed(_run_unit)(job, unavailable) for _, job in jobs
     )
-    for (label, _), (records, missing) in zip(jobs, results, strict=True):
+    for (label, _), (records, missing, fit_seconds) in zip(jobs, results, strict=True):
         unavailable.update(missing)
-        yield label, records
+        yield label, records, fit_seconds
 
 
 def _run_unit(job, unavailable):
-    return job(), dict(unavailable)
+    _FIT_SECONDS.clear()
+    records = job()
+    return records, dict(unavailable), list(_FIT_SECONDS)
 
 
 #: Decimals the papers print a metric with, where not 2 (Lee et al.'s MMD²).
@@ -405,15 +423,18 @@ class Reproductions:
         """
         start = time.perf_counter()
         jobs, unavailable = self.plan(target, quick=quick, data_home=data_home)
-        records = []
-        for label, unit_records in execute(jobs, unavailable, n_jobs):
+        records, fit_seconds = [], []
+        for label, unit_records, unit_seconds in execute(jobs, unavailable, n_jobs):
             records += unit_records
+            fit_seconds += unit_seconds
             if progress is not None:
                 progress(label)
         seconds = time.perf_counter() - start
-        return self.summarise(target, records, unavailable, quick=quick, seconds=seconds)
+        return self.summarise(
+            target, records, unavailable, quick=quick, seconds=seconds, fit_seconds=fit_seconds
+        )
 
-    def summarise(self, target, records, unavailable, *, quick=False, seconds=0.0):
+    def summarise(self, target, records, unavailable, *, quick=False, seconds=0.0, fit_seconds=()):
         """Turn measurement records into a :class:`Reproduction` (table and figures).
 
         Parameters
@@ -428,6 +449,8 @@ class Reproductions:
             Whether the records come from the reduced run.
         seconds : float, default=0.0
             Duration to store.
+        fit_seconds : iterable of (str, str, float), default=()
+            ``(method, setting, seconds)`` of every fit, as :func:`execute` yields them.
 
         Returns
         -------
@@ -454,7 +477,14 @@ class Reproductions:
         if len(details):
             make = info.figure or (lambda details: plot_reproduction(table, details))
             figures[f"{target}.png"] = make(details)
-        return Reproduction(target, quick, table, details, figures, seconds)
+        times = pd.DataFrame(list(fit_seconds), columns=["method", "setting", "seconds"])
+        times = (
+            times.groupby(["method", "setting"], sort=False)["seconds"]
+            .agg(fits="count", seconds="sum")
+            .reset_index()
+        )
+        times["mean_seconds"] = times["seconds"] / times["fits"]
+        return Reproduction(target, quick, table, details, figures, seconds, times)
 
     def to_markdown(self, reproduction):
         """The comparison as a Markdown report (tables and links to the plots).
@@ -509,6 +539,20 @@ class Reproductions:
                 lines += ["", "Status rule: " + "; ".join(rules) + "."]
         cited = sorted({c for c in table["citation"] if c})
         lines += ["", "Sources: " + "; ".join(cited) + "."]
+        times = reproduction.fit_seconds
+        if times is not None and len(times):
+            lines += [
+                "",
+                "Fit time per method (wall clock):",
+                "",
+                "| method | setting | fits | total (s) | mean per fit (s) |",
+                "|---|---|---|---|---|",
+            ]
+            for row in times.itertuples():
+                lines.append(
+                    f"| {row.method} | {row.setting} | {row.fits} | {row.seconds:.3g} | "
+                    f"{row.mean_seconds:.3g} |"
+                )
         for name in reproduction.figures:
             lines += ["", f"![{reproduction.target}]({name})"]
         return "\n".join(lines) + "\n"
