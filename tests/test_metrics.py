@@ -6,6 +6,7 @@ import sys
 
 import numpy as np
 import pytest
+import sklearn
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
@@ -13,11 +14,17 @@ from sklearn.base import BaseEstimator
 from sklearn.decomposition import PCA
 from sklearn.exceptions import NotFittedError
 from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import StratifiedKFold, cross_val_predict
+from sklearn.model_selection import GridSearchCV, KFold, StratifiedKFold, cross_val_predict
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC
 
+from fairpca import RobustFairPCA
 from fairpca import metrics as M
+from fairpca._kernels import _max_pairwise_mmd2
+from fairpca.datasets import make_gaussian_groups
+from fairpca.metrics import ReconstructionScorer, reconstruction_error, reconstruction_error_gap
+from fairpca.metrics._classifier import _import_fairlearn_metrics
+from fairpca.metrics._report import _import_pandas
 
 SEED = 0
 
@@ -353,9 +360,9 @@ def test_mmd2_exact_matches_brute_force(data2):
         assert M.mmd2(X, s, pca, bandwidth=sigma, block_size=block) == pytest.approx(
             expected, rel=1e-10
         )
-        assert M._max_pairwise_mmd2(
-            [Z[s == 0], Z[s == 1]], sigma, block_size=block
-        ) == pytest.approx(expected, rel=1e-10)
+        assert _max_pairwise_mmd2([Z[s == 0], Z[s == 1]], sigma, block_size=block) == pytest.approx(
+            expected, rel=1e-10
+        )
     # default bandwidth = median heuristic at the projection's d
     bw = M.mmd_bandwidth(X, 2)
     assert M.mmd2(X, s, pca) == pytest.approx(brute_mmd2(Z[s == 0], Z[s == 1], bw), rel=1e-10)
@@ -412,11 +419,11 @@ def test_mmd2_zero_for_identical_groups(data2):
     sigma=st.floats(0.1, 10),
 )
 def test_mmd2_nonnegative_and_zero_on_permutation(Za, Zb, sigma):
-    value = M._max_pairwise_mmd2([Za, Zb], sigma, block_size=5)
+    value = _max_pairwise_mmd2([Za, Zb], sigma, block_size=5)
     assert value >= 0
     assert value == pytest.approx(max(brute_mmd2(Za, Zb, sigma), 0.0), abs=1e-10)
-    assert M._max_pairwise_mmd2([Za, Za[::-1]], sigma) == pytest.approx(0.0, abs=1e-12)
-    rff = M._max_pairwise_mmd2([Za, Zb], sigma, method="rff", n_random_features=64, random_state=0)
+    assert _max_pairwise_mmd2([Za, Za[::-1]], sigma) == pytest.approx(0.0, abs=1e-12)
+    rff = _max_pairwise_mmd2([Za, Zb], sigma, method="rff", n_random_features=64, random_state=0)
     assert rff >= 0
 
 
@@ -573,6 +580,56 @@ def test_report_columns_and_values(data3):
 
 
 # ----------------------------------------------------------------------------
+# model-selection scorer
+# ----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def data():
+    X, s = make_gaussian_groups(n_samples=400, n_features=6, random_state=0)
+    return StandardScaler().fit_transform(X), s
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_scorer_matches_metrics(data):
+    X, s = data
+    est = RobustFairPCA(n_components=2, n_iter=50, random_state=0).fit(X, sensitive_features=s)
+    pooled = ReconstructionScorer()(est, X, sensitive_features=s)
+    assert pooled == pytest.approx(
+        -(reconstruction_error(X, est) + reconstruction_error_gap(X, s, est)), rel=1e-12
+    )
+    grouped = ReconstructionScorer(center="group")(est, X, sensitive_features=s)
+    P = np.eye(X.shape[1]) - est.components_.T @ est.components_
+    errors = []
+    for g in np.unique(s):
+        A = X[s == g] - X[s == g].mean(axis=0)
+        errors.append(np.mean(np.sum((A @ P) ** 2, axis=1)))
+    are = np.mean(np.sum(((X - est.mean_) @ P) ** 2, axis=1))
+    assert grouped == pytest.approx(-(are + max(errors) - min(errors)), rel=1e-12)
+    with pytest.raises(ValueError, match="sensitive_features"):
+        ReconstructionScorer()(est, X)
+    with pytest.raises(ValueError, match="center"):
+        ReconstructionScorer(center="median")
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_scorer_in_gridsearch_with_routing(data):
+    X, s = data
+    with sklearn.config_context(enable_metadata_routing=True):
+        est = RobustFairPCA(n_components=2, n_iter=20, n_restarts=1, random_state=0)
+        est.set_fit_request(sensitive_features=True)
+        search = GridSearchCV(
+            est,
+            {"lam": [0.0, 0.5]},
+            scoring=ReconstructionScorer(),
+            cv=KFold(3, shuffle=True, random_state=0),
+        )
+        search.fit(X, sensitive_features=s)
+    assert np.all(np.isfinite(search.cv_results_["mean_test_score"]))
+    assert np.all(search.cv_results_["mean_test_score"] < 0)
+
+
+# ----------------------------------------------------------------------------
 # invariances
 # ----------------------------------------------------------------------------
 
@@ -687,8 +744,8 @@ def test_optional_dependencies_not_imported_and_errors_name_extras(monkeypatch):
     subprocess.run([sys.executable, "-c", code], check=True)
     monkeypatch.setitem(sys.modules, "pandas", None)
     with pytest.raises(ImportError, match=r"fairpca\[datasets\]"):
-        M._import_pandas()
+        _import_pandas()
     monkeypatch.setitem(sys.modules, "fairlearn", None)
     monkeypatch.setitem(sys.modules, "fairlearn.metrics", None)
     with pytest.raises(ImportError, match=r"fairpca\[fairness\]"):
-        M._import_fairlearn_metrics()
+        _import_fairlearn_metrics()

@@ -4,11 +4,9 @@ import warnings
 
 import numpy as np
 import pytest
-import sklearn
 from scipy.linalg import sqrtm
 from sklearn.decomposition import PCA
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.model_selection import GridSearchCV, KFold
 from sklearn.preprocessing import StandardScaler
 
 import fairpca.robust as robust
@@ -18,10 +16,8 @@ from fairpca.metrics import reconstruction_error, reconstruction_error_gap
 from fairpca.moments import GroupMoments
 from fairpca.riemannian import subspace_distance
 from fairpca.robust import (
-    ReconstructionScorer,
     _objective_and_gradient_rows,
     _Problem,
-    robust_fair_pca_cv,
     robust_objective,
 )
 
@@ -488,93 +484,6 @@ def test_bad_parameters_fail_before_solving(data, monkeypatch, params, error, ma
     monkeypatch.setattr(robust, "_subgradient_descent", forbidden)
     with pytest.raises(error, match=match):
         RobustFairPCA(n_components=2, **params).fit(X, sensitive_features=s)
-
-
-# ----------------------------------------------------------------------------- model selection
-
-
-@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
-def test_scorer_matches_metrics(data):
-    X, s = data
-    est = RobustFairPCA(n_components=2, n_iter=50, random_state=0).fit(X, sensitive_features=s)
-    pooled = ReconstructionScorer()(est, X, sensitive_features=s)
-    assert pooled == pytest.approx(
-        -(reconstruction_error(X, est) + reconstruction_error_gap(X, s, est)), rel=1e-12
-    )
-    grouped = ReconstructionScorer(center="group")(est, X, sensitive_features=s)
-    P = np.eye(X.shape[1]) - est.components_.T @ est.components_
-    errors = []
-    for g in np.unique(s):
-        A = X[s == g] - X[s == g].mean(axis=0)
-        errors.append(np.mean(np.sum((A @ P) ** 2, axis=1)))
-    are = np.mean(np.sum(((X - est.mean_) @ P) ** 2, axis=1))
-    assert grouped == pytest.approx(-(are + max(errors) - min(errors)), rel=1e-12)
-    with pytest.raises(ValueError, match="sensitive_features"):
-        ReconstructionScorer()(est, X)
-    with pytest.raises(ValueError, match="center"):
-        ReconstructionScorer(center="median")
-
-
-@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
-def test_cv_helper_selects_best_mean_score(data):
-    X, s = data
-    X = X * 2.0 + 1.0
-    search = robust_fair_pca_cv(
-        X,
-        s,
-        n_components=2,
-        alphas=(0.0, 0.15),
-        lams=(0.0, 1.0),
-        preprocessor=StandardScaler(),
-        random_state=0,
-        n_iter=30,
-        n_restarts=1,
-    )
-    scores = search.cv_results_["mean_test_score"]
-    assert len(scores) == 4
-    best = int(np.argmax(scores))
-    assert search.best_params_ == search.cv_results_["params"][best]
-    # Recompute one grid point by hand: the folds, the fold standardisation and the scorer.
-    params = search.cv_results_["params"][best]
-    cv = search.cv
-    manual = []
-    for train, test in cv.split(X):
-        scaler = StandardScaler().fit(X[train])
-        est = RobustFairPCA(
-            n_components=2,
-            alpha=params["robustfairpca__alpha"],
-            lam=params["robustfairpca__lam"],
-            n_iter=30,
-            n_restarts=1,
-            random_state=search.estimator[-1].random_state,
-        ).fit(scaler.transform(X[train]), sensitive_features=s[train])
-        Xt = scaler.transform(X[test])
-        P = np.eye(X.shape[1]) - est.components_.T @ est.components_
-        errors = [
-            np.mean(np.sum(((Xt[s[test] == g] - Xt[s[test] == g].mean(axis=0)) @ P) ** 2, axis=1))
-            for g in np.unique(s)
-        ]
-        are = np.mean(np.sum(((Xt - est.mean_) @ P) ** 2, axis=1))
-        manual.append(-(are + max(errors) - min(errors)))
-    assert scores[best] == pytest.approx(np.mean(manual), rel=1e-10)
-    assert search.best_estimator_[-1].groups_ is not None
-
-
-@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
-def test_scorer_in_gridsearch_with_routing(data):
-    X, s = data
-    with sklearn.config_context(enable_metadata_routing=True):
-        est = RobustFairPCA(n_components=2, n_iter=20, n_restarts=1, random_state=0)
-        est.set_fit_request(sensitive_features=True)
-        search = GridSearchCV(
-            est,
-            {"lam": [0.0, 0.5]},
-            scoring=ReconstructionScorer(),
-            cv=KFold(3, shuffle=True, random_state=0),
-        )
-        search.fit(X, sensitive_features=s)
-    assert np.all(np.isfinite(search.cv_results_["mean_test_score"]))
-    assert np.all(search.cv_results_["mean_test_score"] < 0)
 
 
 def test_robust_objective_rejects_bad_input():

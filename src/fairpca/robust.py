@@ -16,10 +16,9 @@ minimised over the Stiefel manifold by Algorithm 1 (Riemannian subgradient
 descent with constant step ``1 / sqrt(T + 1)``) from several starting points.
 
 The module also provides :func:`robust_objective` (the objective at given
-components), :class:`ReconstructionScorer` (``-(ARE + ABDiff)`` for model
-selection, usable in :class:`~sklearn.model_selection.GridSearchCV` with
-metadata routing) and :func:`robust_fair_pca_cv` (the paper's 3-fold selection
-of ``alpha`` and ``lam``).
+components). Model selection lives elsewhere: the scorer ``-(ARE + ABDiff)``
+is :class:`fairpca.metrics.ReconstructionScorer`, and the paper's 3-fold
+selection of ``alpha`` and ``lam`` is :func:`fairpca.experiments.robust_fair_pca_cv`.
 """
 
 import contextlib
@@ -34,7 +33,7 @@ from threadpoolctl import threadpool_limits
 
 from fairpca._base import FairPCABase
 from fairpca._linalg import top_eigh
-from fairpca._validation import _plain, check_data, check_number, check_sensitive_features
+from fairpca._validation import _plain, check_number
 from fairpca._warnings import warn
 from fairpca.riemannian.geometry import (
     _orthonormal_complement,
@@ -44,9 +43,7 @@ from fairpca.riemannian.geometry import (
 )
 
 __all__ = [
-    "ReconstructionScorer",
     "RobustFairPCA",
-    "robust_fair_pca_cv",
     "robust_objective",
 ]
 
@@ -475,7 +472,8 @@ n_components_, component_scales_, n_features_in_, feature_names_in_
     See Also
     --------
     robust_objective : The objective at given components.
-    robust_fair_pca_cv : The paper's cross-validated choice of ``alpha`` and ``lam``.
+    fairpca.experiments.robust_fair_pca_cv : The paper's cross-validated choice of
+        ``alpha`` and ``lam``.
 
     Notes
     -----
@@ -652,162 +650,3 @@ n_components_, component_scales_, n_features_in_, feature_names_in_
                 ConvergenceWarning,
             )
         return V.T, None
-
-
-# --------------------------------------------------------------------------
-# Model selection
-# --------------------------------------------------------------------------
-
-
-def _final_step(estimator, X):
-    """The fitted projection of ``estimator`` and ``X`` mapped into its input space."""
-    if hasattr(estimator, "steps"):
-        return estimator[-1], estimator[:-1].transform(X)
-    return estimator, X
-
-
-class ReconstructionScorer:
-    """Scorer ``-(ARE + ABDiff)``, the model-selection criterion of Vu et al. (2022).
-
-    ARE is the average reconstruction error over all rows
-    (:func:`fairpca.metrics.reconstruction_error`); ABDiff the largest gap
-    between group average reconstruction errors. Greater is better, as
-    scikit-learn expects. It accepts a fitted fair-PCA estimator or a
-    :class:`~sklearn.pipeline.Pipeline` ending in one (the data then go
-    through the earlier steps first), and requests ``sensitive_features`` via
-    metadata routing, so it works in ``GridSearchCV`` / ``cross_validate``
-    under ``sklearn.config_context(enable_metadata_routing=True)``.
-
-    Parameters
-    ----------
-    center : {"pooled", "group"}, default="pooled"
-        Centre of each group's rows for ABDiff. ``"pooled"``: the projection's
-        mean (:func:`fairpca.metrics.reconstruction_error_gap`, the quantity
-        the RFPCA objective controls). ``"group"``: each group's own mean in
-        the scored data, as in the authors' evaluation code, which centres each
-        group on its *training* group mean (unknown to a scorer; the two
-        differ by the sampling error of the group means).
-
-    Examples
-    --------
-    >>> import sklearn
-    >>> from sklearn.model_selection import GridSearchCV
-    >>> from fairpca.robust import ReconstructionScorer, RobustFairPCA
-    >>> with sklearn.config_context(enable_metadata_routing=True):  # doctest: +SKIP
-    ...     est = RobustFairPCA(n_components=3).set_fit_request(sensitive_features=True)
-    ...     search = GridSearchCV(est, {"lam": [0.0, 0.5]}, scoring=ReconstructionScorer(), cv=3)
-    ...     search.fit(X, sensitive_features=s)
-    """
-
-    def __init__(self, center="pooled"):
-        if center not in ("pooled", "group"):
-            raise ValueError(f"center must be 'pooled' or 'group', got {center!r}.")
-        self.center = center
-
-    def __call__(self, estimator, X, y=None, *, sensitive_features=None):
-        """Return ``-(ARE + ABDiff)`` of a fitted estimator on ``(X, sensitive_features)``."""
-        from fairpca.metrics import group_reconstruction_error, reconstruction_error
-
-        projection, Xt = _final_step(estimator, X)
-        Xt = check_data(Xt, "X")
-        if sensitive_features is None:
-            raise ValueError(
-                "ReconstructionScorer needs sensitive_features: enable metadata routing "
-                "(sklearn.config_context(enable_metadata_routing=True)) and pass them to fit."
-            )
-        groups, codes = check_sensitive_features(sensitive_features, Xt.shape[0], min_groups=2)
-        are = reconstruction_error(Xt, projection)
-        if self.center == "pooled":
-            errors = list(group_reconstruction_error(Xt, sensitive_features, projection).values())
-        else:
-            components = projection.components_
-            # An array projection centres the rows passed on their own mean.
-            errors = [reconstruction_error(Xt[codes == a], components) for a in range(len(groups))]
-        return -(are + max(errors) - min(errors))
-
-    def get_metadata_routing(self):
-        """Request ``sensitive_features`` for scoring (scikit-learn metadata routing)."""
-        from sklearn.utils.metadata_routing import MetadataRequest
-
-        request = MetadataRequest(owner=type(self).__name__)
-        request.score.add_request(param="sensitive_features", alias=True)
-        return request
-
-    def __repr__(self):
-        return f"ReconstructionScorer(center={self.center!r})"
-
-
-def robust_fair_pca_cv(
-    X,
-    sensitive_features,
-    *,
-    n_components=3,
-    alphas=(0.05, 0.1, 0.15),
-    lams=(0.0, 0.5, 1.0, 1.5, 2.0, 2.5),
-    cv=3,
-    preprocessor=None,
-    center="group",
-    random_state=None,
-    n_jobs=None,
-    **params,
-):
-    """Select ``alpha`` and ``lam`` of :class:`RobustFairPCA` by cross-validation.
-
-    The paper's protocol (Vu et al. 2022, section 5): grid
-    ``alpha in {0.05, 0.1, 0.15}``, ``lam in {0, 0.5, ..., 2.5}``, 3-fold
-    cross-validation on the training data, keeping the pair with the smallest
-    mean validation ``ARE + ABDiff`` (:class:`ReconstructionScorer`); then
-    refit on all of ``X``. The authors standardise each training fold and its
-    validation fold with the training fold's statistics: pass
-    ``preprocessor=StandardScaler()`` for that.
-
-    Parameters
-    ----------
-    X : array-like of shape (n_samples, n_features)
-        Training data.
-    sensitive_features : array-like of shape (n_samples,)
-        Group of each row.
-    n_components : int, default=3
-        Dimension ``d`` (the paper's experiments use 3).
-    alphas, lams : sequence of float
-        Grid of radius scales and gap weights.
-    cv : int or cross-validation splitter, default=3
-        An int means ``KFold(cv, shuffle=True, random_state=random_state)``,
-        as in the authors' code.
-    preprocessor : transformer or None, default=None
-        Fitted on each training fold before the estimator (e.g. ``StandardScaler()``).
-    center : {"group", "pooled"}, default="group"
-        Centring of ABDiff, see :class:`ReconstructionScorer`.
-    random_state : int, RandomState instance or None, default=None
-        Seed of the fold shuffling and of the estimator's random starts.
-    n_jobs : int or None, default=None
-        Parallel fits (``GridSearchCV``).
-    **params
-        Other :class:`RobustFairPCA` parameters (``n_iter``, ``n_restarts``, ...).
-
-    Returns
-    -------
-    search : sklearn.model_selection.GridSearchCV
-        Fitted search: ``best_params_`` (keys ``alpha`` and ``lam``, prefixed
-        ``robustfairpca__`` when a preprocessor is used), ``cv_results_``
-        (``mean_test_score`` is ``-(ARE + ABDiff)``), ``best_estimator_``.
-    """
-    import sklearn
-    from sklearn.model_selection import GridSearchCV, KFold
-    from sklearn.pipeline import make_pipeline
-
-    seed = check_random_state(random_state).randint(np.iinfo(np.int32).max)
-    estimator = RobustFairPCA(n_components=n_components, random_state=seed, **params)
-    if isinstance(cv, numbers.Integral) and not isinstance(cv, bool):
-        cv = KFold(n_splits=int(cv), shuffle=True, random_state=seed)
-    grid = {"alpha": list(alphas), "lam": list(lams)}
-    with sklearn.config_context(enable_metadata_routing=True):
-        estimator.set_fit_request(sensitive_features=True)
-        if preprocessor is not None:
-            estimator = make_pipeline(preprocessor, estimator)
-            grid = {f"robustfairpca__{key}": values for key, values in grid.items()}
-        search = GridSearchCV(
-            estimator, grid, scoring=ReconstructionScorer(center), cv=cv, n_jobs=n_jobs
-        )
-        search.fit(X, sensitive_features=sensitive_features)
-    return search

@@ -10,10 +10,12 @@ from experiments_support import (
     standardise,
 )
 from sklearn.model_selection import train_test_split
+from sklearn.preprocessing import StandardScaler
 
 import fairpca
-from fairpca import experiments
-from fairpca.experiments import vu2022
+from fairpca import RobustFairPCA, experiments
+from fairpca.datasets import make_gaussian_groups
+from fairpca.experiments import robust_fair_pca_cv, vu2022
 from fairpca.experiments._engine import setting_value
 
 # dataset -> features after dropping SD <= 1e-5 columns (their table 2 except the two noted)
@@ -168,6 +170,51 @@ def test_vu_errors_against_a_direct_computation():
     assert are == pytest.approx(err(X, X_train.mean(0)))
     errs = [err(X[s == g], X_train[s_train == g].mean(0)) for g in (0, 1)]
     assert abdiff == pytest.approx(abs(errs[0] - errs[1]))
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_cv_helper_selects_best_mean_score():
+    X, s = make_gaussian_groups(n_samples=400, n_features=6, random_state=0)
+    X = StandardScaler().fit_transform(X) * 2.0 + 1.0
+    search = robust_fair_pca_cv(
+        X,
+        s,
+        n_components=2,
+        alphas=(0.0, 0.15),
+        lams=(0.0, 1.0),
+        preprocessor=StandardScaler(),
+        random_state=0,
+        n_iter=30,
+        n_restarts=1,
+    )
+    scores = search.cv_results_["mean_test_score"]
+    assert len(scores) == 4
+    best = int(np.argmax(scores))
+    assert search.best_params_ == search.cv_results_["params"][best]
+    # Recompute one grid point by hand: the folds, the fold standardisation and the scorer.
+    params = search.cv_results_["params"][best]
+    cv = search.cv
+    manual = []
+    for train, test in cv.split(X):
+        scaler = StandardScaler().fit(X[train])
+        est = RobustFairPCA(
+            n_components=2,
+            alpha=params["robustfairpca__alpha"],
+            lam=params["robustfairpca__lam"],
+            n_iter=30,
+            n_restarts=1,
+            random_state=search.estimator[-1].random_state,
+        ).fit(scaler.transform(X[train]), sensitive_features=s[train])
+        Xt = scaler.transform(X[test])
+        P = np.eye(X.shape[1]) - est.components_.T @ est.components_
+        errors = [
+            np.mean(np.sum(((Xt[s[test] == g] - Xt[s[test] == g].mean(axis=0)) @ P) ** 2, axis=1))
+            for g in np.unique(s)
+        ]
+        are = np.mean(np.sum(((Xt - est.mean_) @ P) ** 2, axis=1))
+        manual.append(-(are + max(errors) - min(errors)))
+    assert scores[best] == pytest.approx(np.mean(manual), rel=1e-10)
+    assert search.best_estimator_[-1].groups_ is not None
 
 
 @pytest.mark.requires_data

@@ -9,7 +9,7 @@ Targets (``fairpca reproduce``):
   :class:`~fairpca.RobustFairPCA` and FairPCA = :class:`~fairpca.MinMaxLossFairPCA`,
   d = 3), on the data of :func:`vu2022`; RFPCA's (alpha, lam) chosen by
   :func:`vu2022_selection` (the cross-validation itself is
-  :func:`fairpca.robust.robust_fair_pca_cv`).
+  :func:`robust_fair_pca_cv`).
 - ``vu2022-radius``: appendix D.2.1 and Figure 4 (out-of-sample ARE + ABDiff of
   RFPCA on their 2-D toy data against the radius scale alpha).
 
@@ -47,19 +47,25 @@ References
    Principal Component Analysis." AAAI 2019.
 """
 
+import numbers
 import warnings
 
 import numpy as np
+from sklearn.utils import check_random_state
 
 from fairpca.datasets._real import load_default_credit, load_fairml
 from fairpca.experiments._engine import Target, estimator, fit_models, record, setting_value
 from fairpca.experiments._split import check_dataset, check_split, finish
+from fairpca.metrics import ReconstructionScorer
+from fairpca.metrics._reconstruction import _abdiff_are
+from fairpca.robust import RobustFairPCA
 
 __all__ = [
     "VU2022_ALPHAS",
     "VU2022_DATASETS",
     "VU2022_LAMS",
     "VU2022_MIN_SD",
+    "robust_fair_pca_cv",
     "vu2022",
     "vu2022_errors",
     "vu2022_selection",
@@ -164,20 +170,100 @@ def vu2022_errors(X, s, components, X_train, s_train):
     -------
     abdiff, are : float
     """
-
-    def error(rows, centre):
-        centred = rows - centre
-        residual = centred - (centred @ components.T) @ components
-        return float(np.mean(np.sum(residual**2, axis=1)))
-
-    are = error(X, X_train.mean(axis=0))
-    errors = [error(X[s == g], X_train[s_train == g].mean(axis=0)) for g in np.unique(s_train)]
-    return max(errors) - min(errors), are
+    groups = np.unique(s_train)
+    codes = np.full(len(s), -1)
+    for a, g in enumerate(groups):
+        codes[s == g] = a
+    return _abdiff_are(
+        X,
+        codes,
+        len(groups),
+        components,
+        np.ones(len(components)),
+        X_train.mean(axis=0),
+        [X_train[s_train == g].mean(axis=0) for g in groups],
+    )
 
 
 #: Vu et al.'s grid for RFPCA (section 5).
 VU2022_ALPHAS = (0.05, 0.1, 0.15)
 VU2022_LAMS = (0.0, 0.5, 1.0, 1.5, 2.0, 2.5)
+
+
+def robust_fair_pca_cv(
+    X,
+    sensitive_features,
+    *,
+    n_components=3,
+    alphas=(0.05, 0.1, 0.15),
+    lams=(0.0, 0.5, 1.0, 1.5, 2.0, 2.5),
+    cv=3,
+    preprocessor=None,
+    center="group",
+    random_state=None,
+    n_jobs=None,
+    **params,
+):
+    """Select ``alpha`` and ``lam`` of :class:`~fairpca.RobustFairPCA` by cross-validation.
+
+    The paper's protocol (Vu et al. 2022, section 5): grid
+    ``alpha in {0.05, 0.1, 0.15}``, ``lam in {0, 0.5, ..., 2.5}``, 3-fold
+    cross-validation on the training data, keeping the pair with the smallest
+    mean validation ``ARE + ABDiff`` (:class:`~fairpca.metrics.ReconstructionScorer`); then
+    refit on all of ``X``. The authors standardise each training fold and its
+    validation fold with the training fold's statistics: pass
+    ``preprocessor=StandardScaler()`` for that.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+        Training data.
+    sensitive_features : array-like of shape (n_samples,)
+        Group of each row.
+    n_components : int, default=3
+        Dimension ``d`` (the paper's experiments use 3).
+    alphas, lams : sequence of float
+        Grid of radius scales and gap weights.
+    cv : int or cross-validation splitter, default=3
+        An int means ``KFold(cv, shuffle=True, random_state=random_state)``,
+        as in the authors' code.
+    preprocessor : transformer or None, default=None
+        Fitted on each training fold before the estimator (e.g. ``StandardScaler()``).
+    center : {"group", "pooled"}, default="group"
+        Centring of ABDiff, see :class:`~fairpca.metrics.ReconstructionScorer`.
+    random_state : int, RandomState instance or None, default=None
+        Seed of the fold shuffling and of the estimator's random starts.
+    n_jobs : int or None, default=None
+        Parallel fits (``GridSearchCV``).
+    **params
+        Other :class:`~fairpca.RobustFairPCA` parameters (``n_iter``, ``n_restarts``, ...).
+
+    Returns
+    -------
+    search : sklearn.model_selection.GridSearchCV
+        Fitted search: ``best_params_`` (keys ``alpha`` and ``lam``, prefixed
+        ``robustfairpca__`` when a preprocessor is used), ``cv_results_``
+        (``mean_test_score`` is ``-(ARE + ABDiff)``), ``best_estimator_``.
+    """
+    import sklearn
+    from sklearn.model_selection import GridSearchCV, KFold
+    from sklearn.pipeline import make_pipeline
+
+    seed = check_random_state(random_state).randint(np.iinfo(np.int32).max)
+    model = RobustFairPCA(n_components=n_components, random_state=seed, **params)
+    if isinstance(cv, numbers.Integral) and not isinstance(cv, bool):
+        cv = KFold(n_splits=int(cv), shuffle=True, random_state=seed)
+    grid = {"alpha": list(alphas), "lam": list(lams)}
+    with sklearn.config_context(enable_metadata_routing=True):
+        model.set_fit_request(sensitive_features=True)
+        if preprocessor is not None:
+            model = make_pipeline(preprocessor, model)
+            grid = {f"robustfairpca__{key}": values for key, values in grid.items()}
+        search = GridSearchCV(
+            model, grid, scoring=ReconstructionScorer(center), cv=cv, n_jobs=n_jobs
+        )
+        search.fit(X, sensitive_features=sensitive_features)
+    return search
 
 
 def vu2022_selection(data, split, *, alphas=VU2022_ALPHAS, lams=VU2022_LAMS):
@@ -186,7 +272,7 @@ def vu2022_selection(data, split, *, alphas=VU2022_ALPHAS, lams=VU2022_LAMS):
     3-fold cross-validation on the training rows of ``data`` over the grid,
     each training fold standardised with its own statistics, smallest mean
     validation ARE + ABDiff (groups centred on their own mean), d = 3
-    (:func:`fairpca.robust.robust_fair_pca_cv`); folds and random starts are
+    (:func:`robust_fair_pca_cv`); folds and random starts are
     seeded by ``split``.
 
     Parameters
@@ -205,8 +291,6 @@ def vu2022_selection(data, split, *, alphas=VU2022_ALPHAS, lams=VU2022_LAMS):
     """
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.preprocessing import StandardScaler
-
-    from fairpca.robust import robust_fair_pca_cv
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)

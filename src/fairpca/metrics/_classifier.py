@@ -1,0 +1,269 @@
+"""Classifier-based metrics: group separability and downstream fairness.
+
+fairlearn (for :func:`downstream_fairness`) and the scikit-learn models are
+imported inside the functions.
+"""
+
+import numbers
+from itertools import combinations
+
+import numpy as np
+from scipy.stats import ks_2samp
+
+from fairpca._validation import check_data, check_sensitive_features
+from fairpca.metrics._projection import _labels, _project, _resolve_projection
+
+
+def _import_fairlearn_metrics():
+    try:
+        import fairlearn.metrics as flm
+    except ImportError as exc:
+        raise ImportError(
+            "fairpca.metrics.downstream_fairness needs fairlearn; install it with "
+            'pip install "fairpca[fairness]".'
+        ) from exc
+    return flm
+
+
+def _make_cv(cv, random_state):
+    from sklearn.model_selection import StratifiedKFold
+
+    if isinstance(cv, numbers.Integral) and not isinstance(cv, (bool, np.bool_)):
+        if cv < 2:
+            raise ValueError(f"cv must be at least 2 folds, got {cv}.")
+        return StratifiedKFold(n_splits=int(cv), shuffle=True, random_state=random_state), int(cv)
+    if hasattr(cv, "split"):
+        n_splits = cv.get_n_splits() if hasattr(cv, "get_n_splits") else None
+        return cv, n_splits
+    raise TypeError(f"cv must be an int >= 2 or a cross-validation splitter, got {cv!r}.")
+
+
+def _classifier(classifier, builtin, method):
+    """A fresh classifier: a named built-in, or a clone of an estimator with ``method``.
+
+    ``builtin`` maps names to zero-argument factories.
+    """
+    from sklearn.base import clone
+
+    names = " or ".join(repr(name) for name in builtin)
+    if isinstance(classifier, str):
+        if classifier not in builtin:
+            raise ValueError(
+                f"classifier must be {names} or a classifier instance, got {classifier!r}."
+            )
+        return builtin[classifier]()
+    if hasattr(classifier, "fit") and hasattr(classifier, method):
+        return clone(classifier)
+    raise TypeError(
+        f"classifier must be {names} or an estimator with fit and {method}, "
+        f"got {type(classifier).__name__}."
+    )
+
+
+def group_separability(
+    X, sensitive_features, projection, *, classifier="logistic", cv=5, random_state=None
+):
+    r"""Estimate of Olfat & Aswani's linear adversarial unfairness Δ_A(F_lin).
+
+    [Olfat2019]_ (restated in appendix B of [Lee2022]_) call a projection
+    ``Delta_A(F_lin)``-fair if no linear classifier ``h(z) = 1(w^T z <= t)``
+    predicting the group from the representation ``z`` separates the groups
+    by more than ``Delta``:
+
+    .. math:: \Delta_A(\mathcal F_{lin}) = \sup_w \sup_t
+              | P(w^T z \le t \mid a) - P(w^T z \le t \mid b) |,
+
+    i.e. the largest Kolmogorov(-Smirnov) distance between the groups'
+    distributions of a linear score. This function picks ``w`` by fitting a
+    linear classifier of group membership on the representation, computes
+    **out-of-fold** decision scores with ``cross_val_predict`` (stratified,
+    shuffled, seeded folds) and returns the two-sample KS distance between
+    the groups' scores (sup over all thresholds ``t``). Because ``w`` is
+    fitted rather than maximised over and scores are out of sample, it is an
+    honest estimate from below of the supremum. With ``k > 2`` groups a
+    classifier is fitted for every pair of groups (on their rows only) and
+    the maximum over pairs is returned. 0 means no linear direction
+    separates the groups; 1 means perfectly separable.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+        Data.
+    sensitive_features : array-like of shape (n_samples,)
+        Group label of each row.
+    projection : estimator or array-like of shape (n_components, n_features)
+        See :func:`group_reconstruction_error`.
+    classifier : {"logistic", "linear_svm"} or estimator, default="logistic"
+        ``"logistic"``: :class:`~sklearn.linear_model.LogisticRegression`;
+        ``"linear_svm"``: :class:`~sklearn.svm.LinearSVC`; or any classifier
+        with ``decision_function`` (cloned).
+    cv : int or cross-validation splitter, default=5
+        Folds; an int means ``StratifiedKFold(cv, shuffle=True)``.
+    random_state : int, RandomState instance or None, default=None
+        Seed of the folds (and of ``LinearSVC``).
+
+    Returns
+    -------
+    separability : float
+        In ``[0, 1]``.
+    """
+    from sklearn.base import clone
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import cross_val_predict
+    from sklearn.svm import LinearSVC
+
+    model = _classifier(
+        classifier,
+        {
+            "logistic": lambda: LogisticRegression(max_iter=1000),
+            "linear_svm": lambda: LinearSVC(random_state=random_state),
+        },
+        "decision_function",
+    )
+    X = check_data(X, "X")
+    splitter, n_splits = _make_cv(cv, random_state)
+    groups, codes = check_sensitive_features(
+        sensitive_features, X.shape[0], min_groups=2, min_group_size=n_splits or 1
+    )
+    components, scales, mean, _ = _resolve_projection(projection, X)
+    Z = _project(X, components, scales, mean)
+    best = 0.0
+    for a, b in combinations(range(len(groups)), 2):
+        mask = (codes == a) | (codes == b)
+        target = (codes[mask] == b).astype(int)
+        scores = cross_val_predict(
+            clone(model), Z[mask], target, cv=splitter, method="decision_function"
+        )
+        gap = ks_2samp(scores[target == 0], scores[target == 1], method="asymp").statistic
+        best = max(best, gap)
+    return float(best)
+
+
+def _check_binary_y(y, n_samples, pos_label):
+    if y is None:
+        raise ValueError("y is required: pass one binary label per row of X.")
+    y = np.asarray(y.to_numpy() if hasattr(y, "to_numpy") else y)
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = y[:, 0]
+    if y.ndim != 1:
+        raise ValueError(f"y must be 1-D, got shape {y.shape}.")
+    if y.shape[0] != n_samples:
+        raise ValueError(
+            f"y has {y.shape[0]} labels but X has {n_samples} rows; they must have the same length."
+        )
+    if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
+        raise ValueError("y contains NaN or infinite values.")
+    if y.dtype.kind == "O" and any(v is None for v in y):
+        raise ValueError("y contains missing values (None).")
+    try:
+        classes = np.unique(y)
+    except TypeError as exc:
+        raise TypeError(f"y mixes label types: {exc}") from exc
+    if classes.size != 2:
+        raise ValueError(
+            f"y must be binary (exactly two classes), found {classes.size} class(es): "
+            f"{classes[:10].tolist()}."
+        )
+    if pos_label is None:
+        pos_label = classes[1]
+    elif pos_label not in classes.tolist():
+        raise ValueError(f"pos_label={pos_label!r} is not one of the classes of y {classes}.")
+    return (y == pos_label).astype(int)
+
+
+def downstream_fairness(
+    X,
+    y,
+    sensitive_features,
+    projection,
+    *,
+    classifier="rbf_svm",
+    cv=5,
+    random_state=None,
+    pos_label=None,
+):
+    """Accuracy and group-fairness gaps of a classifier trained on the representation.
+
+    The protocol of [Lee2022]_ (RBF SVM; ``Delta_DP``) and [Kamani]_ (linear
+    SVM; ``DEO = |TPR_0 - TPR_1|``), with one correction: predictions are
+    **out of fold** (``cross_val_predict`` with stratified, shuffled, seeded
+    folds), so every row is scored by a classifier that did not see it.
+    Gaps use fairlearn's metric functions with ``method="between_groups"``
+    (largest minus smallest over groups):
+
+    * ``demographic_parity_difference``: gap in ``P(yhat = 1 | group)``;
+    * ``equal_opportunity_difference``: gap in ``P(yhat = 1 | y = 1, group)``;
+    * ``equalized_odds_difference``: the larger of the true- and
+      false-positive-rate gaps.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+        Data.
+    y : array-like of shape (n_samples,)
+        Binary target (exactly two classes).
+    sensitive_features : array-like of shape (n_samples,)
+        Group label of each row; every group needs both classes of ``y``.
+    projection : estimator or array-like of shape (n_components, n_features)
+        See :func:`group_reconstruction_error`.
+    classifier : {"rbf_svm", "linear_svm"} or estimator, default="rbf_svm"
+        ``"rbf_svm"``: ``sklearn.svm.SVC(kernel="rbf")``; ``"linear_svm"``:
+        ``sklearn.svm.LinearSVC``; or any scikit-learn classifier (cloned).
+    cv : int or cross-validation splitter, default=5
+        Folds; an int means ``StratifiedKFold(cv, shuffle=True)`` on ``y``.
+    random_state : int, RandomState instance or None, default=None
+        Seed of the folds (and of ``LinearSVC``).
+    pos_label : scalar, default=None
+        The positive class; by default the larger of the two sorted labels.
+
+    Returns
+    -------
+    result : dict
+        Keys ``"accuracy"``, ``"demographic_parity_difference"``,
+        ``"equal_opportunity_difference"``, ``"equalized_odds_difference"``.
+    """
+    from sklearn.model_selection import cross_val_predict
+    from sklearn.svm import SVC, LinearSVC
+
+    model = _classifier(
+        classifier,
+        {
+            "rbf_svm": lambda: SVC(kernel="rbf"),
+            "linear_svm": lambda: LinearSVC(random_state=random_state),
+        },
+        "predict",
+    )
+    X = check_data(X, "X")
+    groups, codes = check_sensitive_features(sensitive_features, X.shape[0], min_groups=2)
+    y01 = _check_binary_y(y, X.shape[0], pos_label)
+    components, scales, mean, _ = _resolve_projection(projection, X)
+    splitter, n_splits = _make_cv(cv, random_state)
+    if n_splits is not None:
+        class_counts = np.bincount(y01, minlength=2)
+        if np.any(class_counts < n_splits):
+            raise ValueError(
+                f"y: each class needs at least cv={n_splits} rows, got {class_counts.tolist()} "
+                "(negative, positive)."
+            )
+    for a, label in enumerate(_labels(groups)):
+        present = np.unique(y01[codes == a])
+        if present.size < 2:
+            raise ValueError(
+                f"sensitive_features: group {label!r} contains only one class of y; "
+                "equal opportunity and equalised odds need both classes in every group."
+            )
+    flm = _import_fairlearn_metrics()
+    Z = _project(X, components, scales, mean)
+    pred = cross_val_predict(model, Z, y01, cv=splitter)
+    return {
+        "accuracy": float(np.mean(pred == y01)),
+        "demographic_parity_difference": float(
+            flm.demographic_parity_difference(y01, pred, sensitive_features=codes)
+        ),
+        "equal_opportunity_difference": float(
+            flm.equal_opportunity_difference(y01, pred, sensitive_features=codes)
+        ),
+        "equalized_odds_difference": float(
+            flm.equalized_odds_difference(y01, pred, sensitive_features=codes)
+        ),
+    }

@@ -1,0 +1,86 @@
+"""Scorer for model selection: ``-(ARE + ABDiff)`` of Vu et al. (2022)."""
+
+import numpy as np
+
+from fairpca._validation import check_data, check_sensitive_features
+from fairpca.metrics._projection import _resolve_projection
+from fairpca.metrics._reconstruction import _abdiff_are
+
+
+def _final_step(estimator, X):
+    """The fitted projection of ``estimator`` and ``X`` mapped into its input space."""
+    if hasattr(estimator, "steps"):
+        return estimator[-1], estimator[:-1].transform(X)
+    return estimator, X
+
+
+class ReconstructionScorer:
+    """Scorer ``-(ARE + ABDiff)``, the model-selection criterion of Vu et al. (2022).
+
+    ARE is the average reconstruction error over all rows
+    (:func:`fairpca.metrics.reconstruction_error`); ABDiff the largest gap
+    between group average reconstruction errors. Greater is better, as
+    scikit-learn expects. It accepts a fitted fair-PCA estimator or a
+    :class:`~sklearn.pipeline.Pipeline` ending in one (the data then go
+    through the earlier steps first), and requests ``sensitive_features`` via
+    metadata routing, so it works in ``GridSearchCV`` / ``cross_validate``
+    under ``sklearn.config_context(enable_metadata_routing=True)``.
+
+    Parameters
+    ----------
+    center : {"pooled", "group"}, default="pooled"
+        Centre of each group's rows for ABDiff. ``"pooled"``: the projection's
+        mean (:func:`fairpca.metrics.reconstruction_error_gap`, the quantity
+        the RFPCA objective controls). ``"group"``: each group's own mean in
+        the scored data, as in the authors' evaluation code, which centres each
+        group on its *training* group mean (unknown to a scorer; the two
+        differ by the sampling error of the group means).
+
+    Examples
+    --------
+    >>> import sklearn
+    >>> from sklearn.model_selection import GridSearchCV
+    >>> from fairpca import RobustFairPCA
+    >>> from fairpca.metrics import ReconstructionScorer
+    >>> with sklearn.config_context(enable_metadata_routing=True):  # doctest: +SKIP
+    ...     est = RobustFairPCA(n_components=3).set_fit_request(sensitive_features=True)
+    ...     search = GridSearchCV(est, {"lam": [0.0, 0.5]}, scoring=ReconstructionScorer(), cv=3)
+    ...     search.fit(X, sensitive_features=s)
+    """
+
+    def __init__(self, center="pooled"):
+        if center not in ("pooled", "group"):
+            raise ValueError(f"center must be 'pooled' or 'group', got {center!r}.")
+        self.center = center
+
+    def __call__(self, estimator, X, y=None, *, sensitive_features=None):
+        """Return ``-(ARE + ABDiff)`` of a fitted estimator on ``(X, sensitive_features)``."""
+        projection, Xt = _final_step(estimator, X)
+        Xt = check_data(Xt, "X")
+        if sensitive_features is None:
+            raise ValueError(
+                "ReconstructionScorer needs sensitive_features: enable metadata routing "
+                "(sklearn.config_context(enable_metadata_routing=True)) and pass them to fit."
+            )
+        groups, codes = check_sensitive_features(sensitive_features, Xt.shape[0], min_groups=2)
+        components, scales, mean, _ = _resolve_projection(projection, Xt)
+        group_means = group_scales = None
+        if self.center == "group":
+            group_means = [Xt[codes == a].mean(axis=0) for a in range(len(groups))]
+            # The group errors use the unscaled components (component_scales_ of one).
+            group_scales = np.ones_like(scales)
+        abdiff, are = _abdiff_are(
+            Xt, codes, len(groups), components, scales, mean, group_means, group_scales
+        )
+        return -(are + abdiff)
+
+    def get_metadata_routing(self):
+        """Request ``sensitive_features`` for scoring (scikit-learn metadata routing)."""
+        from sklearn.utils.metadata_routing import MetadataRequest
+
+        request = MetadataRequest(owner=type(self).__name__)
+        request.score.add_request(param="sensitive_features", alias=True)
+        return request
+
+    def __repr__(self):
+        return f"ReconstructionScorer(center={self.center!r})"
