@@ -18,11 +18,11 @@ import logging
 import numbers
 
 import numpy as np
-from scipy.linalg import eigh
 from scipy.optimize import linprog
 from sklearn.exceptions import ConvergenceWarning
 
 from fairpca._base import FairPCABase
+from fairpca._linalg import top_eigh
 from fairpca._validation import check_number
 from fairpca._warnings import warn
 
@@ -60,10 +60,9 @@ def _group_targets(B, d):
     bases : list of ndarray of shape (p, d)
         Top ``d`` eigenvectors of each ``B[a]``, as columns.
     """
-    p = B.shape[1]
     beta, bases = np.empty(B.shape[0]), []
     for a, Ba in enumerate(B):
-        values, vectors = eigh(Ba, subset_by_index=[p - d, p - 1])
+        values, vectors = top_eigh(Ba, d)
         beta[a] = values.sum()
         bases.append(vectors)
     return beta, bases
@@ -106,8 +105,7 @@ def _dual_value(B, beta, w, d):
     losses : ndarray of shape (k,)
         Group losses of ``V V^T``: a supergradient of ``g`` at ``w``.
     """
-    p = B.shape[1]
-    values, V = eigh(np.tensordot(w, B, axes=1), subset_by_index=[p - d, p - 1])
+    values, V = top_eigh(np.tensordot(w, B, axes=1), d)
     return float(w @ beta - values.sum()), V, _basis_losses(B, beta, V)
 
 
