@@ -14,6 +14,7 @@ from sklearn.decomposition import PCA
 from fairpca import (
     ConvexFairPCA,
     FairPCABase,
+    MeanMatchingFairPCA,
     MinMaxLossFairPCA,
     MMDFairPCA,
     ParetoFairPCA,
@@ -33,6 +34,7 @@ ESTIMATORS = [
     ),
     pytest.param(lambda: ParetoFairPCA(n_components=3), id="Pareto"),
     pytest.param(lambda: ConvexFairPCA(n_components=3, solver="CLARABEL"), id="Convex"),
+    pytest.param(lambda: MeanMatchingFairPCA(n_components=3), id="MeanMatching"),
 ]
 
 

@@ -7,6 +7,8 @@ by the functions that need them.
 
 from fairpca._base import FairPCABase
 from fairpca.convex import ConvexFairPCA
+from fairpca.erasure import LinearErasure
+from fairpca.mean_matching import MeanMatchingFairPCA
 from fairpca.minmax_loss import MinMaxLossFairPCA
 from fairpca.mmd import MMDFairPCA
 from fairpca.moments import GroupMoments
@@ -40,7 +42,9 @@ __all__ = [
     "ConvexFairPCA",
     "FairPCABase",
     "GroupMoments",
+    "LinearErasure",
     "MMDFairPCA",
+    "MeanMatchingFairPCA",
     "MinMaxLossFairPCA",
     "ParetoFairPCA",
     "RobustFairPCA",

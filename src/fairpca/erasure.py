@@ -1,0 +1,216 @@
+r"""Least-change linear erasure of a group attribute (LEACE, Belrose et al., 2023).
+
+For data ``X`` and a categorical attribute with one-hot encoding ``Z``, the
+following are equivalent [Belrose2023]_: every group has the same mean; the
+cross-covariance ``Sigma_XZ`` is zero; no linear classifier does better than
+a constant at predicting ``Z`` from ``X`` (linear guardedness). LEACE is the
+affine edit that achieves this while moving the data least:
+
+.. math::
+
+    r(x) = x - W^{+} P\, W (x - \mu),
+
+with ``W = Sigma_XX^{-1/2}`` the whitening (a pseudo-inverse square root when
+``Sigma_XX`` is singular), ``W^+`` its pseudo-inverse and ``P`` the orthogonal
+projection onto the column space of ``W Sigma_XZ``. Among affine edits whose
+output has zero cross-covariance with ``Z`` it minimises the expected squared
+change ``E ||r(X) - X||^2_M`` (Belrose et al., Theorem 4.3).
+
+Mean matching (:class:`~fairpca.MeanMatchingFairPCA`) instead drops dimensions:
+use it for a low-dimensional representation; use :class:`LinearErasure` to keep
+all ``p`` features (e.g. before a downstream model that needs them) while
+removing what a linear model could learn about the groups.
+
+For a categorical attribute with proportions ``w_a`` and group means ``mu_a``,
+``Sigma_XZ`` has columns ``w_a (mu_a - mu)``, so the eraser needs only the
+per-group moments (:class:`~fairpca.GroupMoments`): it fits on Dask collections
+in one pass and streams chunks through ``partial_fit``.
+
+References
+----------
+.. [Belrose2023] N. Belrose, D. Schneider-Joseph, S. Ravfogel, R. Cotterell,
+   E. Raff and S. Biderman. "LEACE: Perfect linear concept erasure in closed
+   form." NeurIPS 2023.
+"""
+
+import numpy as np
+from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from fairpca._dask import _dask_labels, _dask_rows, _import_dask, _is_dask_collection
+from fairpca._validation import (
+    _reraise_conversion_error,
+    check_sensitive_features,
+    raise_if_non_numeric,
+)
+from fairpca.mean_matching import constraint_bases
+from fairpca.moments import GroupMoments
+
+__all__ = ["LinearErasure", "leace_map"]
+
+#: Eigenvalues of the covariance below this fraction of the largest are treated
+#: as zero (directions without variance are left unchanged).
+_RANK_RTOL = 1e-12
+
+
+def leace_map(moments):
+    """The linear part ``A = W^+ P W`` of the LEACE eraser ``x - A (x - mu)``.
+
+    Parameters
+    ----------
+    moments : GroupMoments
+        Per-group counts, means and scatter matrices.
+
+    Returns
+    -------
+    A : ndarray of shape (p, p)
+        The oblique projection removed from the centred data.
+    rank : int
+        Rank of ``A``: the number of independent group-mean differences.
+    """
+    covariance = moments.covariance()
+    values, vectors = np.linalg.eigh(covariance)
+    keep = values > _RANK_RTOL * max(values[-1], 0.0)
+    V, root = vectors[:, keep], np.sqrt(values[keep])
+    whiten = (V / root) @ V.T
+    unwhiten = (V * root) @ V.T
+    cross = ((moments.means - moments.pooled_mean) * moments.proportions[:, None]).T
+    # In whitened coordinates the data have unit variance: scale 1 sets the rank tolerance.
+    Q, _ = constraint_bases(whiten @ cross, scale=1.0)
+    return unwhiten @ Q @ (Q.T @ whiten), Q.shape[1]
+
+
+class LinearErasure(TransformerMixin, BaseEstimator):
+    """Remove every linear trace of a group attribute with the smallest edit (LEACE).
+
+    ``transform(X) = X - (X - mean_) @ erasure_.T`` where ``erasure_`` is the
+    LEACE map of the training moments (see the module docstring). After the
+    edit every group has the same mean on the training data, so the cross-
+    covariance with the one-hot groups is zero and no linear classifier can
+    predict the group better than a constant; the output keeps the input's
+    shape.
+
+    Attributes
+    ----------
+    erasure_ : ndarray of shape (n_features, n_features)
+        The map ``W^+ P W`` subtracted from the centred data.
+    rank_ : int
+        Its rank: the number of independent group-mean differences removed.
+    mean_ : ndarray of shape (n_features,)
+        Pooled training mean.
+    groups_ : ndarray of shape (n_groups,)
+        Sorted group labels.
+    moments_ : GroupMoments
+        Training moments; ``partial_fit`` merges into them.
+    n_features_in_ : int
+        Number of features seen in ``fit``.
+
+    See Also
+    --------
+    MeanMatchingFairPCA : Fair PCA with the same guarantee in ``d`` dimensions.
+
+    References
+    ----------
+    .. [Belrose2023] N. Belrose et al. "LEACE: Perfect linear concept erasure
+       in closed form." NeurIPS 2023.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from fairpca import LinearErasure
+    >>> from fairpca.datasets import make_gaussian_groups
+    >>> X, s = make_gaussian_groups(n_samples=500, n_features=5, random_state=0)
+    >>> X_erased = LinearErasure().fit_transform(X, sensitive_features=s)
+    >>> bool(np.allclose(X_erased[s == 0].mean(0), X_erased[s == 1].mean(0)))
+    True
+    """
+
+    def fit(self, X, y=None, *, sensitive_features=None):
+        """Fit the eraser from the group moments of ``X``.
+
+        Parameters
+        ----------
+        X : array-like, dask.array.Array or Dask DataFrame of shape (n_samples, n_features)
+            Training data (numeric, finite).
+        y : ignored
+        sensitive_features : array-like or Dask collection of shape (n_samples,)
+            Group label of each row; at least two groups.
+
+        Returns
+        -------
+        self : LinearErasure
+        """
+        moments = self._moments(X, sensitive_features, reset=True)
+        self._fit_moments(moments)
+        return self
+
+    def partial_fit(self, X, y=None, *, sensitive_features=None):
+        """Merge one more chunk of rows into the moments and refit the eraser.
+
+        After the last chunk the eraser equals :meth:`fit` on all rows up to
+        rounding.
+        """
+        first = not hasattr(self, "moments_")
+        moments = self._moments(X, sensitive_features, reset=first, min_groups=1)
+        if not first:
+            moments = self.moments_.merge(moments)
+        self._fit_moments(moments, partial=True)
+        return self
+
+    def _moments(self, X, sensitive_features, *, reset, min_groups=2):
+        if sensitive_features is None:
+            raise TypeError(
+                "LinearErasure.fit needs sensitive_features: the group of each row "
+                "(there is nothing to erase without it)."
+            )
+        if _is_dask_collection(X) or _is_dask_collection(sensitive_features):
+            _, da = _import_dask("LinearErasure.fit")
+            X, _ = _dask_rows(X, da)
+            self._check_n_features(X.shape[1], reset)
+            return GroupMoments.from_dask(X, _dask_labels(sensitive_features, X, da))
+        raise_if_non_numeric(X, "X")
+        try:
+            X = validate_data(self, X, reset=reset, dtype=np.float64, ensure_all_finite=False)
+        except (ValueError, TypeError) as exc:
+            _reraise_conversion_error(exc, "X")
+        groups, codes = check_sensitive_features(
+            sensitive_features, X.shape[0], min_groups=min_groups
+        )
+        return GroupMoments._from_codes(X, codes, groups)
+
+    def _check_n_features(self, n_features, reset):
+        if reset:
+            self.n_features_in_ = n_features
+        elif n_features != self.n_features_in_:
+            raise ValueError(
+                f"X has {n_features} features, but LinearErasure was fitted with "
+                f"{self.n_features_in_}."
+            )
+
+    def _fit_moments(self, moments, partial=False):
+        if moments.n_groups < 2 and not partial:
+            raise ValueError("sensitive_features must contain at least two groups.")
+        erasure, rank = leace_map(moments)
+        self.erasure_, self.rank_ = erasure, rank
+        self.mean_ = moments.pooled_mean
+        self.groups_ = moments.groups
+        self.moments_ = moments
+
+    def transform(self, X):
+        """Erase the attribute from ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        X_erased : ndarray of shape (n_samples, n_features)
+        """
+        check_is_fitted(self, "erasure_")
+        raise_if_non_numeric(X, "X")
+        try:
+            X = validate_data(self, X, reset=False, dtype=np.float64)
+        except (ValueError, TypeError) as exc:
+            _reraise_conversion_error(exc, "X")
+        return X - (X - self.mean_) @ self.erasure_.T

@@ -1,0 +1,235 @@
+"""Fair PCA by mean matching: the best subspace on which every group has the same mean.
+
+Kleindessner, Donini, Russell and Zafar [Kleindessner2023]_ ask for the rank-``d``
+projection keeping the most variance among those under which all groups have
+the same projected mean. Writing the pooled mean ``mu``, the group means
+``mu_a`` and the proportions ``w_a = n_a / n``, the constraint is
+``V^T (mu_a - mu) = 0`` for every group ``a``: the columns of ``V`` lie in the
+null space ``N`` of the (at most ``k - 1``-dimensional) span of the mean
+differences, and the best such ``V`` is PCA of the data restricted to ``N``.
+On the representation no linear function separates the groups on average,
+so every linear classifier of it has the same mean output in every group
+(demographic parity of linear predictors) [Belrose2023]_.
+
+The covariance-matching variant (Kleindessner's FPCA-S) further restricts
+``N`` to the ``covariance_rank`` directions where the group covariances differ
+least. For two groups these are the eigenvectors of ``N^T (C_1 - C_0) N`` with
+the smallest absolute eigenvalues; for ``k`` groups we take the eigenvectors
+with the smallest eigenvalues of ``sum_a w_a (N^T (C_a - C_w) N)^2`` (``C_w``
+the proportion-weighted mean of the group covariances ``C_a``), which reduces
+to Kleindessner's choice when ``k = 2``.
+
+Everything is computed from :class:`~fairpca.GroupMoments`: the method fits
+on Dask collections and streams chunks with ``partial_fit``.
+
+References
+----------
+.. [Kleindessner2023] M. Kleindessner, M. Donini, C. Russell and M. B. Zafar.
+   "Efficient fair PCA for fair representation learning." AISTATS 2023.
+.. [Belrose2023] N. Belrose, D. Schneider-Joseph, S. Ravfogel, R. Cotterell,
+   E. Raff and S. Biderman. "LEACE: Perfect linear concept erasure in closed
+   form." NeurIPS 2023.
+"""
+
+import numbers
+
+import numpy as np
+
+from fairpca._base import FairPCABase
+from fairpca._linalg import top_eigh
+from fairpca._validation import check_number
+
+__all__ = ["MeanMatchingFairPCA", "constraint_bases", "mean_difference_basis", "null_space"]
+
+#: Singular values of the constraint matrix below this fraction of the data's scale
+#: are rounding noise: the group mean they stand for equals the pooled mean.
+_RANK_RTOL = 1e-10
+
+
+def mean_difference_basis(moments):
+    """The weighted mean differences ``sqrt(w_a) (mu_a - mu)`` as columns, shape (p, k).
+
+    Their span is the span of the mean differences; the weights make
+    ``B B^T`` the between-group covariance ``sum_a w_a (mu_a - mu)(mu_a - mu)^T``.
+    """
+    shift = moments.means - moments.pooled_mean
+    return (shift * np.sqrt(moments.proportions)[:, None]).T
+
+
+def constraint_bases(constraints, scale, rtol=_RANK_RTOL):
+    """Orthonormal bases of the span of the constraint columns and of its complement.
+
+    Parameters
+    ----------
+    constraints : ndarray of shape (p, m)
+        Constraint directions (columns); they may be linearly dependent or zero.
+    scale : float
+        Size of the data (e.g. the square root of the total variance): singular
+        values of ``constraints`` below ``rtol * scale`` count as zero, so a
+        group whose mean equals the pooled mean adds no constraint.
+    rtol : float, default=1e-10
+        Relative rank tolerance.
+
+    Returns
+    -------
+    span : ndarray of shape (p, r)
+        Orthonormal columns spanning the ``r`` independent constraint directions.
+    complement : ndarray of shape (p, p - r)
+        Orthonormal columns spanning the null space of ``constraints.T``.
+    """
+    p = constraints.shape[0]
+    if constraints.shape[1] == 0:
+        return np.zeros((p, 0)), np.eye(p)
+    U, singular, _ = np.linalg.svd(constraints, full_matrices=True)
+    rank = int(np.sum(singular > rtol * scale))
+    return U[:, :rank], U[:, rank:]
+
+
+def null_space(constraints, scale, rtol=_RANK_RTOL):
+    """Orthonormal basis of the directions orthogonal to every constraint column, and the rank.
+
+    See :func:`constraint_bases` for the parameters; returns ``(complement, r)``.
+    """
+    span, complement = constraint_bases(constraints, scale, rtol)
+    return complement, span.shape[1]
+
+
+def _covariance_matching_basis(moments, basis, rank):
+    """The ``rank`` directions of ``span(basis)`` where the group covariances differ least."""
+    covariances = moments.second_moment("group")
+    weights = moments.proportions
+    within = np.tensordot(weights, covariances, axes=1)
+    spread = np.zeros((basis.shape[1],) * 2)
+    for w, C in zip(weights, covariances, strict=True):
+        D = basis.T @ (C - within) @ basis
+        spread += w * (D @ D)
+    # Smallest eigenvalues of the PSD spread: top eigenpairs of its negative.
+    return basis @ top_eigh(-spread, rank)[1]
+
+
+class MeanMatchingFairPCA(FairPCABase):
+    r"""Fair PCA whose projected group means are all equal (Kleindessner et al., 2023).
+
+    Finds the ``d``-dimensional projection that keeps the most variance among
+    those under which every group has the same mean:
+
+    .. math::
+
+        \max_{V \in \mathbb{R}^{p \times d},\ V^T V = I} \operatorname{tr}(V^T \Sigma V)
+        \quad \text{s.t.} \quad V^T (\mu_a - \mu) = 0 \text{ for every group } a,
+
+    with ``Sigma`` the covariance of all rows around the pooled mean ``mu``.
+    The solution is PCA restricted to the null space of the mean differences
+    (at most ``k - 1`` constraints for ``k`` groups): one SVD and one ``eigh``
+    of ``p x p`` matrices, as PCA. Any linear classifier of the representation
+    then has equal mean output in every group.
+
+    Parameters
+    ----------
+    n_components : int, default=2
+        Target dimension ``d``; at most ``p - r`` for ``r`` independent mean
+        differences.
+    mean_penalty : float, default=inf
+        Trade-off between PCA (0) and exact mean matching (``inf``): the
+        components are the top eigenvectors of ``Sigma - mean_penalty * Sigma_B``
+        with ``Sigma_B = sum_a w_a (mu_a - mu)(mu_a - mu)^T`` the between-group
+        covariance (``w_a`` the group proportions), i.e. they maximise the
+        variance minus ``mean_penalty`` times the projected between-group
+        variance. ``inf`` imposes the constraint exactly (null-space route).
+    covariance_rank : int or None, default=None
+        Kleindessner's covariance-matching variant (FPCA-S): within the null
+        space of the mean differences keep only the ``covariance_rank``
+        directions where the group covariances differ least (see the module
+        docstring for ``k > 2``), then take PCA there. Needs
+        ``n_components <= covariance_rank <= p - r`` and ``mean_penalty=inf``.
+        ``None``: mean matching only.
+
+    Attributes
+    ----------
+    components_ : ndarray of shape (n_components, n_features)
+        Orthonormal rows, sorted by the training variance they explain.
+    n_constraints_ : int
+        Independent mean differences ``r`` removed (0 with ``mean_penalty=0``).
+    mean_gap_ : float
+        Largest norm of a projected mean difference ``||V^T (mu_a - mu)||`` on
+        the training data (0 up to rounding with ``mean_penalty=inf``).
+    n_iter_, converged_ : int, bool
+        1 and True: the solution is closed form.
+    mean_, groups_, group_counts_, moments_, explained_variance_,
+    explained_variance_ratio_, component_scales_, n_components_, n_features_in_
+        As in :class:`~fairpca.FairPCABase`.
+
+    See Also
+    --------
+    LinearErasure : The least-change edit of the data itself that makes the
+        group means equal, keeping all ``p`` dimensions.
+
+    References
+    ----------
+    .. [Kleindessner2023] M. Kleindessner, M. Donini, C. Russell and M. B. Zafar.
+       "Efficient fair PCA for fair representation learning." AISTATS 2023.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from fairpca import MeanMatchingFairPCA
+    >>> from fairpca.datasets import make_gaussian_groups
+    >>> X, s = make_gaussian_groups(n_samples=500, n_features=6, random_state=0)
+    >>> est = MeanMatchingFairPCA(n_components=2).fit(X, sensitive_features=s)
+    >>> Z = est.transform(X)
+    >>> bool(np.allclose(Z[s == 0].mean(axis=0), Z[s == 1].mean(axis=0)))
+    True
+    """
+
+    _moments_only = True
+
+    def __init__(self, n_components=2, *, mean_penalty=np.inf, covariance_rank=None):
+        self.n_components = n_components
+        self.mean_penalty = mean_penalty
+        self.covariance_rank = covariance_rank
+
+    def _check_params(self):
+        penalty = self.mean_penalty
+        if not (isinstance(penalty, float | np.floating) and penalty == np.inf):
+            penalty = check_number(penalty, "mean_penalty", numbers.Real, minimum=0.0)
+        if self.covariance_rank is not None:
+            check_number(self.covariance_rank, "covariance_rank", minimum=1)
+            if not np.isinf(penalty):
+                raise ValueError(
+                    "covariance_rank needs mean_penalty=inf: the covariance-matching variant "
+                    "works inside the exact null space of the mean differences."
+                )
+        return penalty
+
+    def _fit_components(self, X, codes, moments, y, d):
+        penalty = self._check_params()
+        covariance = moments.covariance()
+        constraints = mean_difference_basis(moments)
+        scale = float(np.sqrt(max(np.trace(covariance), 0.0)))
+        p = moments.n_features
+        if np.isinf(penalty):
+            basis, rank = null_space(constraints, scale)
+            free = p - rank
+            if d > free:
+                raise ValueError(
+                    f"n_components={d} is larger than the {free} dimensions left once the "
+                    f"{rank} independent group-mean differences are removed from the "
+                    f"{p} features; use n_components <= {free}."
+                )
+            if self.covariance_rank is not None:
+                if not d <= self.covariance_rank <= free:
+                    raise ValueError(
+                        f"covariance_rank={self.covariance_rank} must lie between "
+                        f"n_components={d} and the {free} dimensions left by mean matching."
+                    )
+                basis = _covariance_matching_basis(moments, basis, self.covariance_rank)
+            components = (basis @ top_eigh(basis.T @ covariance @ basis, d)[1]).T
+        else:
+            rank = 0
+            target = covariance - penalty * (constraints @ constraints.T)
+            components = top_eigh(target, d)[1].T
+        self.n_constraints_ = rank
+        shift = moments.means - moments.pooled_mean
+        self.mean_gap_ = float(np.max(np.linalg.norm(shift @ components.T, axis=1)))
+        self.n_iter_, self.converged_ = 1, True
+        return components, None

@@ -1,0 +1,111 @@
+"""LinearErasure (LEACE) against its defining properties and a general-purpose solver."""
+
+import numpy as np
+import pytest
+import sklearn
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import make_pipeline
+
+from fairpca import LinearErasure
+from fairpca.datasets import make_gaussian_groups
+
+
+def _group_means(X, s):
+    return np.array([X[s == g].mean(axis=0) for g in np.unique(s)])
+
+
+@pytest.mark.parametrize("k", [2, 3, 4])
+def test_group_means_equal_and_cross_covariance_zero(k):
+    X, s = make_gaussian_groups(n_samples=800, n_features=6, n_groups=k, random_state=k)
+    est = LinearErasure().fit(X, sensitive_features=s)
+    Y = est.transform(X)
+    assert Y.shape == X.shape and est.rank_ == k - 1
+    means = _group_means(Y, s)
+    np.testing.assert_allclose(means - means.mean(0), 0, atol=1e-10 * np.abs(X).max())
+    onehot = (s[:, None] == np.unique(s)[None, :]).astype(float)
+    cross = (Y - Y.mean(0)).T @ (onehot - onehot.mean(0)) / len(s)
+    np.testing.assert_allclose(cross, 0, atol=1e-10 * np.abs(X).max())
+    # The pooled mean is kept and a second erasure changes nothing.
+    np.testing.assert_allclose(Y.mean(0), X.mean(0), atol=1e-12 * np.abs(X).max())
+    again = LinearErasure().fit(Y, sensitive_features=s)
+    assert again.rank_ == 0
+    np.testing.assert_allclose(again.transform(Y), Y, atol=1e-10)
+
+
+def _constrained_least_squares(X, s, M):
+    """min_A E||A (x - mu)||_M^2 s.t. (I - A) Sigma_XZ = 0, from its KKT system.
+
+    With a = vec(A) (column-major) the cost is a^T (Sigma kron M) a and the
+    constraint (Sigma_XZ^T kron I) a = vec(Sigma_XZ): a generic equality-
+    constrained quadratic program, solved by least squares on its KKT matrix.
+    """
+    p = X.shape[1]
+    Xc = X - X.mean(0)
+    cov = Xc.T @ Xc / len(X)
+    onehot = (s[:, None] == np.unique(s)[None, :]).astype(float)
+    cross = Xc.T @ (onehot - onehot.mean(0)) / len(X)
+    H = np.kron(cov, M)
+    G = np.kron(cross.T, np.eye(p))
+    m = G.shape[0]
+    kkt = np.block([[2 * H, G.T], [G, np.zeros((m, m))]])
+    rhs = np.concatenate([np.zeros(p * p), cross.ravel(order="F")])
+    solution = np.linalg.lstsq(kkt, rhs, rcond=None)[0]
+    A = solution[: p * p].reshape(p, p, order="F")
+    np.testing.assert_allclose(A @ cross, cross, atol=1e-10)
+    return np.trace(M @ A @ cov @ A.T), A
+
+
+@pytest.mark.parametrize("norm", ["whitened", "euclidean"])
+def test_edit_is_the_smallest_among_erasers(norm):
+    X, s = make_gaussian_groups(n_samples=400, n_features=3, n_groups=3, random_state=1)
+    X = X @ np.array([[2.0, 0.3, 0.0], [0.0, 1.0, 0.5], [0.0, 0.0, 0.7]])
+    est = LinearErasure().fit(X, sensitive_features=s)
+    cov = np.cov(X, rowvar=False, bias=True)
+    M = np.linalg.inv(cov) if norm == "whitened" else np.eye(3)
+    ours = np.trace(M @ est.erasure_ @ cov @ est.erasure_.T)
+    best, A = _constrained_least_squares(X, s, M)
+    assert ours == pytest.approx(best, rel=1e-9)
+    np.testing.assert_allclose(est.erasure_, A, atol=1e-8)  # the optimum is unique
+
+
+def test_partial_fit_and_dask_equal_fit():
+    da = pytest.importorskip("dask.array")
+    X, s = make_gaussian_groups(n_samples=1500, n_features=5, n_groups=3, random_state=2)
+    ref = LinearErasure().fit(X, sensitive_features=s)
+    streamed = LinearErasure()
+    for start in range(0, 1500, 400):
+        streamed.partial_fit(X[start : start + 400], sensitive_features=s[start : start + 400])
+    lazy = LinearErasure().fit(da.from_array(X, chunks=(300, 5)), sensitive_features=s)
+    for est in (streamed, lazy):
+        np.testing.assert_allclose(est.erasure_, ref.erasure_, atol=1e-10)
+        np.testing.assert_allclose(est.mean_, ref.mean_, rtol=1e-10)
+
+
+def test_pipeline_with_metadata_routing():
+    X, s = make_gaussian_groups(n_samples=600, n_features=5, random_state=3)
+    y = (X[:, 0] + (s == 1) > 0.5).astype(int)
+    with sklearn.config_context(enable_metadata_routing=True):
+        pipe = make_pipeline(
+            LinearErasure().set_fit_request(sensitive_features=True), LogisticRegression()
+        )
+        pipe.fit(X, y, sensitive_features=s)
+        scores = pipe.decision_function(X)
+    gap = abs(scores[s == 0].mean() - scores[s == 1].mean())
+    assert gap < 1e-8  # a linear model of erased data has equal mean score per group
+
+
+def test_bad_input():
+    X, s = make_gaussian_groups(n_samples=200, n_features=4, random_state=0)
+    with pytest.raises(TypeError, match="needs sensitive_features"):
+        LinearErasure().fit(X)
+    with pytest.raises(ValueError, match="at least 2 distinct groups"):
+        LinearErasure().fit(X, sensitive_features=np.zeros(200))
+    bad = X.copy()
+    bad[3, 1] = np.nan
+    est = LinearErasure()
+    with pytest.raises(ValueError, match="NaN"):
+        est.fit(bad, sensitive_features=s)
+    assert not hasattr(est, "erasure_")
+    est.fit(X, sensitive_features=s)
+    with pytest.raises(ValueError, match="4 features"):
+        est.transform(X[:, :3])
