@@ -109,3 +109,25 @@ def test_bad_input():
     est.fit(X, sensitive_features=s)
     with pytest.raises(ValueError, match="4 features"):
         est.transform(X[:, :3])
+
+
+def test_separate_attributes_each_have_equal_means():
+    import pandas as pd
+
+    rng = np.random.default_rng(4)
+    n = 900
+    attrs = pd.DataFrame(
+        {"a": rng.choice(["x", "y"], size=n), "b": rng.choice(["u", "v", "w"], size=n)}
+    )
+    X = rng.normal(size=(n, 6)) + (attrs["a"] == "x").to_numpy()[:, None] * 1.5
+    X += (attrs["b"] == "w").to_numpy()[:, None] * rng.normal(size=6)
+    est = LinearErasure(attributes="separate").fit(X, sensitive_features=attrs)
+    assert est.rank_ == 1 + 2
+    Y = est.transform(X)
+    for column in ("a", "b"):
+        means = np.array(
+            [Y[(attrs[column] == v).to_numpy()].mean(0) for v in attrs[column].unique()]
+        )
+        np.testing.assert_allclose(means - means.mean(0), 0, atol=1e-10 * np.abs(X).max())
+    inter = LinearErasure().fit(X, sensitive_features=attrs)
+    assert inter.rank_ == 5

@@ -164,3 +164,82 @@ def test_held_out_groups_not_linearly_predictable_on_real_data(dataset):
     )
     assert abs(fair_acc - 0.5) <= 0.02, fair_acc
     assert pca_acc > 0.6, pca_acc
+
+
+def _two_attributes(seed=0, n=1200, p=8):
+    rng = np.random.default_rng(seed)
+    sex = rng.choice(np.array(["F", "M"]), size=n, p=[0.4, 0.6])
+    race = rng.choice(np.array(["a", "b", "c"]), size=n, p=[0.5, 0.3, 0.2])
+    X = rng.normal(size=(n, p)) @ rng.normal(size=(p, p))
+    X += (sex == "F")[:, None] * rng.normal(size=p) + (race == "b")[:, None] * rng.normal(size=p)
+    X += ((sex == "F") & (race == "c"))[:, None] * 2 * rng.normal(size=p)  # an interaction
+    import pandas as pd
+
+    return X, pd.DataFrame({"sex": sex, "race": race})
+
+
+def test_intersectional_groups_have_equal_projected_means():
+    X, attrs = _two_attributes()
+    est = MeanMatchingFairPCA(n_components=2).fit(X, sensitive_features=attrs)
+    assert set(est.groups_) == {(s, r) for s in "FM" for r in "abc"}
+    assert est.n_constraints_ == 5
+    Z = est.transform(X)
+    cells = attrs["sex"] + attrs["race"]
+    means = np.array([Z[cells == c].mean(0) for c in np.unique(cells)])
+    np.testing.assert_allclose(means - means.mean(0), 0, atol=1e-10 * np.abs(Z).max())
+    # The same as one label per intersection, built by hand.
+    by_hand = MeanMatchingFairPCA(n_components=2).fit(X, sensitive_features=cells.to_numpy())
+    np.testing.assert_allclose(
+        _projector(est.components_), _projector(by_hand.components_), atol=1e-10
+    )
+
+
+def test_separate_attributes_equalise_each_attribute_only():
+    X, attrs = _two_attributes(seed=1)
+    est = MeanMatchingFairPCA(n_components=3, attributes="separate").fit(
+        X, sensitive_features=attrs
+    )
+    assert est.n_constraints_ == 1 + 2
+    Z = est.transform(X)
+    scale = np.abs(Z).max()
+    for column in ("sex", "race"):
+        means = np.array([Z[attrs[column] == v].mean(0) for v in np.unique(attrs[column])])
+        np.testing.assert_allclose(means - means.mean(0), 0, atol=1e-10 * scale)
+    # The interaction cell is not constrained: its mean differs.
+    cell = ((attrs["sex"] == "F") & (attrs["race"] == "c")).to_numpy()
+    assert np.abs(Z[cell].mean(0) - Z.mean(0)).max() > 1e-3 * scale
+    # Independent: null space of every attribute value's mean difference, then PCA.
+    diffs = [
+        X[(attrs[c] == v).to_numpy()].mean(0) - X.mean(0)
+        for c in ("sex", "race")
+        for v in np.unique(attrs[c])
+    ]
+    N = scipy.linalg.null_space(np.array(diffs))
+    cov = np.cov(X, rowvar=False, bias=True)
+    expected = (N @ np.linalg.eigh(N.T @ cov @ N)[1][:, ::-1][:, :3]).T
+    np.testing.assert_allclose(_projector(est.components_), _projector(expected), atol=1e-10)
+
+
+def test_attribute_table_errors_name_the_problem():
+    X, attrs = _two_attributes(n=300)
+    attrs.loc[0, "race"] = "z"  # a one-row intersection
+    with pytest.raises(ValueError, match=r"\('F', 'z'\) \(1 rows\)|\('M', 'z'\) \(1 rows\)"):
+        MeanMatchingFairPCA(n_components=2).fit(X, sensitive_features=attrs)
+    attrs.loc[0, "race"] = None
+    with pytest.raises(ValueError, match="column race contains missing labels"):
+        MeanMatchingFairPCA(n_components=2).fit(X, sensitive_features=attrs)
+    with pytest.raises(ValueError, match="attributes must be one of"):
+        MeanMatchingFairPCA(attributes="both").fit(X, sensitive_features=attrs)
+
+
+def test_attribute_table_on_dask_input_is_refused_with_a_way_out():
+    da = pytest.importorskip("dask.array")
+    X, attrs = _two_attributes(n=400)
+    with pytest.raises(ValueError, match="one combined label per row"):
+        MeanMatchingFairPCA().fit(da.from_array(X, chunks=100), sensitive_features=attrs.to_numpy())
+    # partial_fit accepts the table: chunk by chunk it equals fit.
+    ref = MeanMatchingFairPCA(n_components=2).fit(X, sensitive_features=attrs)
+    est = MeanMatchingFairPCA(n_components=2)
+    for start in range(0, 400, 200):
+        est.partial_fit(X[start : start + 200], sensitive_features=attrs.iloc[start : start + 200])
+    np.testing.assert_allclose(_projector(est.components_), _projector(ref.components_), atol=1e-10)

@@ -68,7 +68,10 @@ def _dask_labels(sensitive_features, X, da):
         labels = labels[:, 0]
     if labels.ndim != 1:
         raise ValueError(
-            f"sensitive_features must be 1-D with one label per row, got shape {labels.shape}."
+            f"sensitive_features must be 1-D with one label per row on Dask input, got shape "
+            f"{labels.shape}; for several attributes pass one combined label per row "
+            "(e.g. sex + '|' + race), or fit in memory or by partial_fit, which accept "
+            "one column per attribute."
         )
     known = not (np.isnan(X.shape[0]) or np.isnan(labels.shape[0]))
     if known:

@@ -109,8 +109,10 @@ def check_sensitive_features(
 
     Parameters
     ----------
-    sensitive_features : array-like of shape (n_samples,) or (n_samples, 1)
-        One hashable label per row (numbers, strings or booleans; not a mix).
+    sensitive_features : array-like of shape (n_samples,) or (n_samples, n_attributes)
+        One hashable label per row (numbers, strings or booleans; not a mix),
+        or one column per attribute: the groups are then the intersections,
+        tuples of one value per column (only those with rows).
     n_samples : int
         Number of rows of the data the labels go with.
     name : str, default="sensitive_features"
@@ -146,10 +148,16 @@ def check_sensitive_features(
             raise ValueError(f"{name} could not be read as an array: {exc}") from exc
     if labels.ndim == 2 and labels.shape[1] == 1:
         labels = labels[:, 0]
+    if labels.ndim == 2 and labels.shape[1] > 1:
+        groups, codes, counts = _intersectional_groups(sensitive_features, labels, n_samples, name)
+        _check_n_groups(groups, min_groups, name)
+        if min_group_size > 1:
+            _check_group_sizes(groups, counts, min_group_size, name)
+        return groups, codes
     if labels.ndim != 1:
         raise ValueError(
-            f"{name} must be 1-D with one label per row, got shape {labels.shape}; "
-            "combine several attributes into one label first."
+            f"{name} must have one label per row (1-D), or one column per attribute "
+            f"(2-D), got shape {labels.shape}."
         )
     if labels.shape[0] != n_samples:
         raise ValueError(
@@ -194,6 +202,38 @@ def check_sensitive_features(
     if min_group_size > 1:
         _check_group_sizes(groups, counts, min_group_size, name)
     return groups, codes
+
+
+def _intersectional_groups(sensitive_features, labels, n_samples, name):
+    """Groups of a 2-D attribute table: every combination of values that occurs.
+
+    Each column is validated as a 1-D attribute; a group is the tuple of one
+    value per column (the intersection), in lexicographic order of the columns'
+    sorted values. Combinations without rows are not groups.
+    """
+    columns = (
+        [sensitive_features.iloc[:, j] for j in range(labels.shape[1])]
+        if hasattr(sensitive_features, "iloc")
+        else [labels[:, j] for j in range(labels.shape[1])]
+    )
+    names = (
+        [str(c) for c in sensitive_features.columns]
+        if hasattr(sensitive_features, "columns")
+        else [str(j) for j in range(labels.shape[1])]
+    )
+    encoded = [
+        check_sensitive_features(column, n_samples, f"{name} column {column_name}")
+        for column, column_name in zip(columns, names, strict=True)
+    ]
+    cells, codes, counts = np.unique(
+        np.stack([c for _, c in encoded], axis=1), axis=0, return_inverse=True, return_counts=True
+    )
+    groups = np.empty(len(cells), dtype=object)
+    groups[:] = [
+        tuple(_plain(values[i]) for (values, _), i in zip(encoded, cell, strict=True))
+        for cell in cells
+    ]
+    return groups, codes.reshape(-1).astype(np.intp), counts
 
 
 def _encode_labels(labels):

@@ -43,7 +43,7 @@ from fairpca._validation import (
     check_sensitive_features,
     raise_if_non_numeric,
 )
-from fairpca.mean_matching import constraint_bases
+from fairpca.mean_matching import _ATTRIBUTE_MODES, constraint_bases, mean_difference_basis
 from fairpca.moments import GroupMoments
 
 __all__ = ["LinearErasure", "leace_map"]
@@ -53,13 +53,16 @@ __all__ = ["LinearErasure", "leace_map"]
 _RANK_RTOL = 1e-12
 
 
-def leace_map(moments):
+def leace_map(moments, attributes="intersectional"):
     """The linear part ``A = W^+ P W`` of the LEACE eraser ``x - A (x - mu)``.
 
     Parameters
     ----------
     moments : GroupMoments
         Per-group counts, means and scatter matrices.
+    attributes : {"intersectional", "separate"}, default="intersectional"
+        With several attributes, erase the intersections or each attribute on
+        its own (see :func:`fairpca.mean_matching.attribute_mean_shifts`).
 
     Returns
     -------
@@ -74,7 +77,8 @@ def leace_map(moments):
     V, root = vectors[:, keep], np.sqrt(values[keep])
     whiten = (V / root) @ V.T
     unwhiten = (V * root) @ V.T
-    cross = ((moments.means - moments.pooled_mean) * moments.proportions[:, None]).T
+    # Columns spanning Sigma_XZ (scaled per column, which leaves the span unchanged).
+    cross = mean_difference_basis(moments, attributes)
     # In whitened coordinates the data have unit variance: scale 1 sets the rank tolerance.
     Q, _ = constraint_bases(whiten @ cross, scale=1.0)
     return unwhiten @ Q @ (Q.T @ whiten), Q.shape[1]
@@ -89,6 +93,14 @@ class LinearErasure(TransformerMixin, BaseEstimator):
     covariance with the one-hot groups is zero and no linear classifier can
     predict the group better than a constant; the output keeps the input's
     shape.
+
+    Parameters
+    ----------
+    attributes : {"intersectional", "separate"}, default="intersectional"
+        With several sensitive attributes (``sensitive_features`` of shape
+        ``(n_samples, n_attributes)``): erase every intersection's mean
+        difference, or only each attribute's (fewer directions). Ignored with
+        one attribute.
 
     Attributes
     ----------
@@ -125,6 +137,9 @@ class LinearErasure(TransformerMixin, BaseEstimator):
     True
     """
 
+    def __init__(self, *, attributes="intersectional"):
+        self.attributes = attributes
+
     def fit(self, X, y=None, *, sensitive_features=None):
         """Fit the eraser from the group moments of ``X``.
 
@@ -158,6 +173,10 @@ class LinearErasure(TransformerMixin, BaseEstimator):
         return self
 
     def _moments(self, X, sensitive_features, *, reset, min_groups=2):
+        if self.attributes not in _ATTRIBUTE_MODES:
+            raise ValueError(
+                f"attributes must be one of {_ATTRIBUTE_MODES}, got {self.attributes!r}."
+            )
         if sensitive_features is None:
             raise TypeError(
                 "LinearErasure.fit needs sensitive_features: the group of each row "
@@ -190,7 +209,7 @@ class LinearErasure(TransformerMixin, BaseEstimator):
     def _fit_moments(self, moments, partial=False):
         if moments.n_groups < 2 and not partial:
             raise ValueError("sensitive_features must contain at least two groups.")
-        erasure, rank = leace_map(moments)
+        erasure, rank = leace_map(moments, self.attributes)
         self.erasure_, self.rank_ = erasure, rank
         self.mean_ = moments.pooled_mean
         self.groups_ = moments.groups

@@ -39,21 +39,62 @@ from fairpca._base import FairPCABase
 from fairpca._linalg import top_eigh
 from fairpca._validation import check_number
 
-__all__ = ["MeanMatchingFairPCA", "constraint_bases", "mean_difference_basis", "null_space"]
+__all__ = [
+    "MeanMatchingFairPCA",
+    "attribute_mean_shifts",
+    "constraint_bases",
+    "mean_difference_basis",
+    "null_space",
+]
 
 #: Singular values of the constraint matrix below this fraction of the data's scale
 #: are rounding noise: the group mean they stand for equals the pooled mean.
 _RANK_RTOL = 1e-10
 
 
-def mean_difference_basis(moments):
-    """The weighted mean differences ``sqrt(w_a) (mu_a - mu)`` as columns, shape (p, k).
+_ATTRIBUTE_MODES = ("intersectional", "separate")
 
-    Their span is the span of the mean differences; the weights make
-    ``B B^T`` the between-group covariance ``sum_a w_a (mu_a - mu)(mu_a - mu)^T``.
+
+def attribute_mean_shifts(moments, attributes="intersectional"):
+    """Mean differences ``mu_g - mu`` of the groups to equalise, and their proportions.
+
+    With one attribute (or ``attributes="intersectional"``) ``g`` runs over the
+    groups of ``moments``; with several attributes, whose groups are tuples of
+    one value per attribute, ``attributes="separate"`` makes ``g`` run over the
+    values of each attribute on its own (``mu_g`` the mean of the rows with
+    that value, whatever their other attributes): each attribute's groups get
+    equal means, the intersections need not.
+
+    Returns
+    -------
+    shifts : ndarray of shape (m, p)
+    proportions : ndarray of shape (m,)
     """
+    if attributes not in _ATTRIBUTE_MODES:
+        raise ValueError(f"attributes must be one of {_ATTRIBUTE_MODES}, got {attributes!r}.")
     shift = moments.means - moments.pooled_mean
-    return (shift * np.sqrt(moments.proportions)[:, None]).T
+    w = moments.proportions
+    groups = moments.groups
+    if attributes == "intersectional" or not isinstance(groups[0], tuple):
+        return shift, w
+    shifts, proportions = [], []
+    for j in range(len(groups[0])):
+        values = [g[j] for g in groups]
+        for value in dict.fromkeys(values):
+            rows = np.array([v == value for v in values])
+            proportions.append(w[rows].sum())
+            shifts.append(w[rows] @ shift[rows] / proportions[-1])
+    return np.array(shifts), np.array(proportions)
+
+
+def mean_difference_basis(moments, attributes="intersectional"):
+    """Weighted mean differences ``sqrt(w_g) (mu_g - mu)`` as columns, shape (p, m).
+
+    ``g`` as in :func:`attribute_mean_shifts`. The weights make ``B B^T`` the
+    between-group covariance (summed over attributes when separate).
+    """
+    shifts, proportions = attribute_mean_shifts(moments, attributes)
+    return (shifts * np.sqrt(proportions)[:, None]).T
 
 
 def constraint_bases(constraints, scale, rtol=_RANK_RTOL):
@@ -143,6 +184,13 @@ class MeanMatchingFairPCA(FairPCABase):
         docstring for ``k > 2``), then take PCA there. Needs
         ``n_components <= covariance_rank <= p - r`` and ``mean_penalty=inf``.
         ``None``: mean matching only.
+    attributes : {"intersectional", "separate"}, default="intersectional"
+        With several sensitive attributes (``sensitive_features`` of shape
+        ``(n_samples, n_attributes)``, the groups being the intersections):
+        ``"intersectional"`` equalises the mean of every intersection (e.g.
+        every sex x race cell); ``"separate"`` only the means of each
+        attribute's groups (every sex, every race), which removes fewer
+        dimensions. Ignored with one attribute.
 
     Attributes
     ----------
@@ -183,15 +231,27 @@ class MeanMatchingFairPCA(FairPCABase):
 
     _moments_only = True
 
-    def __init__(self, n_components=2, *, mean_penalty=np.inf, covariance_rank=None):
+    def __init__(
+        self,
+        n_components=2,
+        *,
+        mean_penalty=np.inf,
+        covariance_rank=None,
+        attributes="intersectional",
+    ):
         self.n_components = n_components
         self.mean_penalty = mean_penalty
         self.covariance_rank = covariance_rank
+        self.attributes = attributes
 
     def _check_params(self):
         penalty = self.mean_penalty
         if not (isinstance(penalty, float | np.floating) and penalty == np.inf):
             penalty = check_number(penalty, "mean_penalty", numbers.Real, minimum=0.0)
+        if self.attributes not in _ATTRIBUTE_MODES:
+            raise ValueError(
+                f"attributes must be one of {_ATTRIBUTE_MODES}, got {self.attributes!r}."
+            )
         if self.covariance_rank is not None:
             check_number(self.covariance_rank, "covariance_rank", minimum=1)
             if not np.isinf(penalty):
@@ -204,7 +264,7 @@ class MeanMatchingFairPCA(FairPCABase):
     def _fit_components(self, X, codes, moments, y, d):
         penalty = self._check_params()
         covariance = moments.covariance()
-        constraints = mean_difference_basis(moments)
+        constraints = mean_difference_basis(moments, self.attributes)
         scale = float(np.sqrt(max(np.trace(covariance), 0.0)))
         p = moments.n_features
         if np.isinf(penalty):
@@ -229,7 +289,7 @@ class MeanMatchingFairPCA(FairPCABase):
             target = covariance - penalty * (constraints @ constraints.T)
             components = top_eigh(target, d)[1].T
         self.n_constraints_ = rank
-        shift = moments.means - moments.pooled_mean
-        self.mean_gap_ = float(np.max(np.linalg.norm(shift @ components.T, axis=1)))
+        shifts, _ = attribute_mean_shifts(moments, self.attributes)
+        self.mean_gap_ = float(np.max(np.linalg.norm(shifts @ components.T, axis=1)))
         self.n_iter_, self.converged_ = 1, True
         return components, None
