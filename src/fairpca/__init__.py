@@ -8,6 +8,7 @@ by the functions that need them.
 from fairpca._base import FairPCABase
 from fairpca.convex import ConvexFairPCA
 from fairpca.erasure import LinearErasure
+from fairpca.kernel_pca import FairKernelPCA
 from fairpca.mean_matching import MeanMatchingFairPCA
 from fairpca.minmax_loss import MinMaxLossFairPCA
 from fairpca.mmd import MMDFairPCA
@@ -40,6 +41,7 @@ def all_estimators():
 
 __all__ = [
     "ConvexFairPCA",
+    "FairKernelPCA",
     "FairPCABase",
     "GroupMoments",
     "LinearErasure",

@@ -468,6 +468,25 @@ def _rff_blocks(Z, freq, bounds, a):
         yield lo, hi, cos, sin
 
 
+def _rff_features(X, frequencies):
+    """The paired random Fourier features of rows ``X`` as a matrix, shape (m, 2 D), in double.
+
+    ``phi(x) = [cos(w_1^T x), ..., cos(w_D^T x), sin(w_1^T x), ..., sin(w_D^T x)] / sqrt(D)``
+    for the ``D`` columns ``w_l`` of ``frequencies`` (shape (p, D), e.g. from
+    :func:`_qmc_frequencies`): the construction of :func:`_rff_terms` as an
+    explicit feature map, with ``phi(x)^T phi(x') = mean_l cos(w_l^T (x - x'))``
+    an estimate of the RBF kernel. The kernel is shift-invariant: centre ``X``
+    (on any fixed point) first when its offset is large, to keep the angles small.
+    """
+    D = frequencies.shape[1]
+    angles = X @ frequencies
+    features = np.empty((X.shape[0], 2 * D))
+    np.cos(angles, out=features[:, :D])
+    np.sin(angles, out=features[:, D:])
+    features *= 1.0 / np.sqrt(D)
+    return features
+
+
 def _rff_means(Z, counts, freq):
     """Mean cos and sin features ``e_a`` of each group, shape (k, 2, D), in double."""
     k = len(counts)

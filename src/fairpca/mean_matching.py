@@ -44,6 +44,7 @@ __all__ = [
     "attribute_mean_shifts",
     "constraint_bases",
     "mean_difference_basis",
+    "mean_matching_components",
     "null_space",
 ]
 
@@ -146,6 +147,58 @@ def _covariance_matching_basis(moments, basis, rank):
         spread += w * (D @ D)
     # Smallest eigenvalues of the PSD spread: top eigenpairs of its negative.
     return basis @ top_eigh(-spread, rank)[1]
+
+
+def mean_matching_components(
+    moments, d, *, mean_penalty=np.inf, covariance_rank=None, attributes="intersectional"
+):
+    """Solve the mean-matching problem of :class:`MeanMatchingFairPCA` from moments.
+
+    Parameters
+    ----------
+    moments : GroupMoments
+        Per-group counts, means and scatter matrices of the data.
+    d : int
+        Target dimension.
+    mean_penalty, covariance_rank, attributes
+        As in :class:`MeanMatchingFairPCA` (validated by the caller).
+
+    Returns
+    -------
+    components : ndarray of shape (d, p)
+        Orthonormal rows (in decreasing order of training variance).
+    n_constraints : int
+        Independent mean differences removed (0 unless ``mean_penalty`` is inf).
+    mean_gap : float
+        Largest norm of a projected group-mean difference.
+    """
+    covariance = moments.covariance()
+    constraints = mean_difference_basis(moments, attributes)
+    scale = float(np.sqrt(max(np.trace(covariance), 0.0)))
+    p = moments.n_features
+    if np.isinf(mean_penalty):
+        basis, rank = null_space(constraints, scale)
+        free = p - rank
+        if d > free:
+            raise ValueError(
+                f"n_components={d} is larger than the {free} dimensions left once the "
+                f"{rank} independent group-mean differences are removed from the "
+                f"{p} features; use n_components <= {free}."
+            )
+        if covariance_rank is not None:
+            if not d <= covariance_rank <= free:
+                raise ValueError(
+                    f"covariance_rank={covariance_rank} must lie between "
+                    f"n_components={d} and the {free} dimensions left by mean matching."
+                )
+            basis = _covariance_matching_basis(moments, basis, covariance_rank)
+        components = (basis @ top_eigh(basis.T @ covariance @ basis, d)[1]).T
+    else:
+        rank = 0
+        components = top_eigh(covariance - mean_penalty * (constraints @ constraints.T), d)[1].T
+    shifts, _ = attribute_mean_shifts(moments, attributes)
+    mean_gap = float(np.max(np.linalg.norm(shifts @ components.T, axis=1)))
+    return components, rank, mean_gap
 
 
 class MeanMatchingFairPCA(FairPCABase):
@@ -263,33 +316,12 @@ class MeanMatchingFairPCA(FairPCABase):
 
     def _fit_components(self, X, codes, moments, y, d):
         penalty = self._check_params()
-        covariance = moments.covariance()
-        constraints = mean_difference_basis(moments, self.attributes)
-        scale = float(np.sqrt(max(np.trace(covariance), 0.0)))
-        p = moments.n_features
-        if np.isinf(penalty):
-            basis, rank = null_space(constraints, scale)
-            free = p - rank
-            if d > free:
-                raise ValueError(
-                    f"n_components={d} is larger than the {free} dimensions left once the "
-                    f"{rank} independent group-mean differences are removed from the "
-                    f"{p} features; use n_components <= {free}."
-                )
-            if self.covariance_rank is not None:
-                if not d <= self.covariance_rank <= free:
-                    raise ValueError(
-                        f"covariance_rank={self.covariance_rank} must lie between "
-                        f"n_components={d} and the {free} dimensions left by mean matching."
-                    )
-                basis = _covariance_matching_basis(moments, basis, self.covariance_rank)
-            components = (basis @ top_eigh(basis.T @ covariance @ basis, d)[1]).T
-        else:
-            rank = 0
-            target = covariance - penalty * (constraints @ constraints.T)
-            components = top_eigh(target, d)[1].T
-        self.n_constraints_ = rank
-        shifts, _ = attribute_mean_shifts(moments, self.attributes)
-        self.mean_gap_ = float(np.max(np.linalg.norm(shifts @ components.T, axis=1)))
+        components, self.n_constraints_, self.mean_gap_ = mean_matching_components(
+            moments,
+            d,
+            mean_penalty=penalty,
+            covariance_rank=self.covariance_rank,
+            attributes=self.attributes,
+        )
         self.n_iter_, self.converged_ = 1, True
         return components, None
