@@ -194,7 +194,7 @@ def test_legacy_pipeline_params(grouped):
         ),
         (lambda X, s: (X, np.array([1, "a"] * 150, dtype=object)), TypeError, "mixes label types"),
         (lambda X, s: (X, np.where(np.arange(len(X)) < 5, np.nan, 1.0)), ValueError, "NaN"),
-        (lambda X, s: (X, np.stack([s, s], axis=1)), ValueError, "must be 1-D"),
+        (lambda X, s: (X, np.stack([s, s], axis=1)[:, :, None]), ValueError, "one column per"),
     ],
 )
 def test_bad_input_fails_before_solving(grouped, change, error, match):
