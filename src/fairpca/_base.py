@@ -38,6 +38,29 @@ from fairpca.moments import GroupMoments
 __all__ = ["FairPCABase"]
 
 
+def transactional(method):
+    """Decorate ``fit``-like methods: if the call raises, the estimator is left as it was.
+
+    Every attribute is put back (a refit deletes and replaces attributes, it
+    does not change arrays in place), so a failed ``fit`` leaves neither a half
+    fitted state nor a stale ``n_features_in_``, and a failed ``partial_fit``
+    keeps the moments and components of the chunks before it.
+    """
+
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        saved = dict(vars(self))
+        try:
+            return method(self, *args, **kwargs)
+        except BaseException:
+            state = vars(self)
+            state.clear()
+            state.update(saved)
+            raise
+
+    return wrapper
+
+
 def _single_group_moments(X):
     """Moments of all rows of ``X`` as one group (for group-blind fits)."""
     return GroupMoments._from_codes(X, np.zeros(X.shape[0], dtype=np.intp), np.array([0]))
@@ -199,6 +222,7 @@ class FairPCABase(
             _reraise_conversion_error(exc, "X")
 
     # ------------------------------------------------------------------- fit
+    @transactional
     def fit(self, X, y=None, *, sensitive_features=None):
         """Fit the fair projection.
 
@@ -326,6 +350,7 @@ class FairPCABase(
         self.moments_ = moments
 
     @available_if(_supports_moments_only)
+    @transactional
     def partial_fit(self, X, y=None, *, sensitive_features=None):
         """Update the fit with one more chunk of rows.
 

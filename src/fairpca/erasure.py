@@ -37,6 +37,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from fairpca._base import transactional
 from fairpca._dask import _dask_labels, _dask_rows, _import_dask, _is_dask_collection
 from fairpca._validation import (
     _reraise_conversion_error,
@@ -140,6 +141,7 @@ class LinearErasure(TransformerMixin, BaseEstimator):
     def __init__(self, *, attributes="intersectional"):
         self.attributes = attributes
 
+    @transactional
     def fit(self, X, y=None, *, sensitive_features=None):
         """Fit the eraser from the group moments of ``X``.
 
@@ -159,6 +161,7 @@ class LinearErasure(TransformerMixin, BaseEstimator):
         self._fit_moments(moments)
         return self
 
+    @transactional
     def partial_fit(self, X, y=None, *, sensitive_features=None):
         """Merge one more chunk of rows into the moments and refit the eraser.
 
