@@ -159,3 +159,41 @@ def test_compare_fits_every_fair_estimator(monkeypatch):
     result = CliRunner().invoke(cli, ["compare"])
     assert result.exit_code == 0, result.output
     assert "_NeedsExtra: not available (needs cvxpy" in result.output
+
+
+def test_cli_output_is_checked_before_computing_and_written_whole(monkeypatch, tmp_path):
+    monkeypatch.setattr("fairpca.all_estimators", lambda: [_Balanced])
+    fits = []
+    original = _Balanced._fit_components
+    monkeypatch.setattr(
+        _Balanced, "_fit_components", lambda self, *a: fits.append(1) or original(self, *a)
+    )
+    out = tmp_path / "report"
+    out.mkdir()
+    (out / "mine.txt").write_text("keep")
+    # A non-empty folder needs --force, and nothing is fitted before saying so.
+    result = CliRunner().invoke(cli, ["compare", "-d", "1", "--output", str(out)])
+    assert result.exit_code == 2 and "pass --force" in result.output and fits == []
+    # A path below a file cannot be created: refused before computing.
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    result = CliRunner().invoke(cli, ["compare", "--output", str(blocker / "out")])
+    assert result.exit_code == 2 and "is a file" in result.output and fits == []
+    # A failure while writing leaves the folder as it was: no partial report.
+    monkeypatch.setattr("fairpca.plotting.plot_communality", _raise_disk_full)
+    result = CliRunner().invoke(cli, ["compare", "-d", "1", "--force", "--output", str(out)])
+    assert result.exit_code == 1 and "could not write to" in result.output
+    assert "Traceback" not in result.output
+    assert [p.name for p in out.iterdir()] == ["mine.txt"]
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+    monkeypatch.undo()
+    monkeypatch.setattr("fairpca.all_estimators", lambda: [_Balanced])
+    result = CliRunner().invoke(cli, ["compare", "-d", "1", "--force", "--output", str(out)])
+    assert result.exit_code == 0, result.output
+    assert {"mine.txt", "comparison.csv", "comparison.md", "communality.png"} <= {
+        p.name for p in out.iterdir()
+    }
+
+
+def _raise_disk_full(*args, **kwargs):
+    raise OSError(28, "No space left on device (injected by the test)")

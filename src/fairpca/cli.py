@@ -7,8 +7,12 @@ the held-out split, prints the table and, with ``--output``, writes it as CSV
 and Markdown with plots. Requires the ``cli`` extra (click, pandas, matplotlib).
 """
 
+import contextlib
 import math
+import os
+import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -144,6 +148,47 @@ def _write_outputs(comparison, output, fairness_columns, progress):
     return written
 
 
+def _check_output(output, force):
+    """Refuse, before any computation, an --output that cannot or must not be written."""
+    if output is None:
+        return
+    if output.exists():
+        if not output.is_dir():
+            raise click.UsageError(f"--output {output} is a file, not a folder.")
+        if any(output.iterdir()) and not force:
+            raise click.UsageError(
+                f"{output} exists and is not empty; pass --force to write into it."
+            )
+        return
+    ancestor = output.parent
+    while not ancestor.exists():
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise click.UsageError(f"cannot create --output {output}: {ancestor} is a file.")
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        raise click.UsageError(f"cannot create --output {output}: {ancestor} is not writable.")
+
+
+@contextlib.contextmanager
+def _staged(output):
+    """A temporary folder beside ``output`` whose files replace ``output``'s at the end.
+
+    Nothing reaches ``output`` unless the block completes: an error or an
+    interruption while writing leaves ``output`` as it was.
+    """
+    output.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{output.name}-", dir=output.parent))
+    try:
+        yield staging
+        output.mkdir(exist_ok=True)
+        for path in staging.iterdir():
+            os.replace(path, output / path.name)
+    except OSError as exc:
+        raise click.ClickException(f"could not write to {output}: {exc}") from exc
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
 def _stopped_note(comparison):
     """A sentence naming the methods stopped at the time budget, or ''."""
     if not comparison.stopped:
@@ -222,9 +267,10 @@ def cli():
     help=(
         "Directory for comparison.csv, comparison.md and PNG plots: trade-off, per-group "
         "error (at d and against d), biplot and communality of the protected attribute "
-        "(created if needed)."
+        "(created if needed; written only once everything is computed)."
     ),
 )
+@click.option("--force", is_flag=True, help="Write into --output even if it is not empty.")
 def compare(
     data,
     dataset,
@@ -236,6 +282,7 @@ def compare(
     random_state,
     time_budget,
     output,
+    force,
 ):
     """Fit every method and print a table of quality and fairness metrics.
 
@@ -246,6 +293,7 @@ def compare(
     """
     from fairpca.compare import compare_methods, compare_split
 
+    _check_output(output, force)
     options = {
         "n_components": n_components,
         "random_state": random_state,
@@ -337,7 +385,8 @@ def _print_and_write(comparison, output):
         click.echo(f"{name}: not available ({reason})", err=True)
     if output is not None:
         fairness = [c for c in ("reconstruction_error_gap", "mmd2") if c in table.columns]
-        written = _write_outputs(comparison, output, fairness, _progress)
+        with _staged(output) as staging:
+            written = _write_outputs(comparison, staging, fairness, _progress)
         click.echo(f"wrote {', '.join(written)} to {output}")
 
 
@@ -387,8 +436,7 @@ def reproduce(target, list_targets, quick, output, force, data_home, n_jobs):
         raise click.UsageError(
             f"unknown target {target!r}; valid targets: {', '.join(rep.TARGETS)}."
         )
-    if output is not None and output.exists() and not force:
-        raise click.UsageError(f"{output} exists; pass --force to write into it.")
+    _check_output(output, force)
     if n_jobs == 0 or n_jobs < -1:
         raise click.UsageError(f"--jobs must be a positive number or -1, got {n_jobs}.")
     info = rep.TARGETS[target]
@@ -438,7 +486,8 @@ def reproduce(target, list_targets, quick, output, force, data_home, n_jobs):
     for method, reason in unavailable.items():
         click.echo(f"{method}: not available ({reason})", err=True)
     if output is not None:
-        written = rep.write_report(result, output, force=True)
+        with _staged(output) as staging:
+            written = rep.write_report(result, staging, force=True)
         click.echo(f"wrote {', '.join(written)} to {output}")
 
 

@@ -251,3 +251,18 @@ def test_bad_target_output_and_missing_data(tmp_path):
     assert "Traceback" not in result.output
     with pytest.raises(ValueError, match="valid targets: lee2022-table1"):
         experiments.reference("nope")
+
+
+def test_reproduce_writes_nothing_when_writing_fails(monkeypatch, tmp_path):
+    def fail(self, fname, *args, **kwargs):
+        raise OSError(28, "No space left on device (injected by the test)")
+
+    import matplotlib.figure
+
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", fail)
+    out = tmp_path / "out"
+    result = CliRunner().invoke(
+        cli, ["reproduce", "lee2022-synthetic1", "--quick", "--output", str(out)]
+    )
+    assert result.exit_code == 1 and "could not write to" in result.output
+    assert not out.exists() and list(tmp_path.iterdir()) == []
