@@ -393,7 +393,7 @@ def test_validity_warning_names_group():
     X = np.vstack([big, small])
     s = np.array(["big"] * 300 + ["small"] * 60)
     with pytest.warns(UserWarning, match=r"group 'small': lam=0\.5 > proportion 0\.1667"):
-        RobustFairPCA(n_components=1, lam=0.5, n_iter=20).fit(X, sensitive_features=s)
+        RobustFairPCA(n_components=1, lam=0.5, n_iter=200).fit(X, sensitive_features=s)
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
         warnings.simplefilter("ignore", ConvergenceWarning)  # a UserWarning subclass
@@ -443,6 +443,19 @@ def test_convergence_warning_when_still_improving(data):
     assert est.converged_
 
 
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_short_runs_far_from_the_optimum_are_not_called_converged(data):
+    X, s = data
+    long = RobustFairPCA(n_components=2, random_state=0).fit(X, sensitive_features=s)
+    assert long.converged_
+    for n_iter in (1, 2, 3, 5, 10, 15, 20, 50):
+        est = RobustFairPCA(n_components=2, n_iter=n_iter, random_state=0).fit(
+            X, sensitive_features=s
+        )
+        if est.objective_ > long.objective_ * (1 + est._convergence_rtol):
+            assert not est.converged_, (n_iter, est.objective_, long.objective_)
+
+
 def test_all_components(data):
     X, s = data
     est = RobustFairPCA(n_components=X.shape[1], n_iter=5).fit(X, sensitive_features=s)
@@ -450,6 +463,7 @@ def test_all_components(data):
     assert np.isfinite(est.objective_)
 
 
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_verbose_logs(data, caplog):
     X, s = data
     with caplog.at_level(logging.INFO, logger="fairpca.robust"):

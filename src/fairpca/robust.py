@@ -55,6 +55,9 @@ _PARAMETRIZATIONS = ("complement", "direct")
 #: Relative size below which a group's complement second moment ``m_b`` counts as zero.
 _ZERO_MOMENT_RTOL = 1e-12
 
+#: Fewest steps over which a stalled best objective counts as converged.
+_MIN_CONVERGENCE_WINDOW = 10
+
 #: Multiply-adds of a matrix product below which OpenBLAS computes it on one thread
 #: (its GEMM threshold, 4 x 65536): see _single_blas_thread.
 _SINGLE_THREAD_PRODUCT_SIZE = 4 * 65536
@@ -461,10 +464,13 @@ class RobustFairPCA(FairPCABase):
         Number of steps of each run.
     converged_ : bool
         Whether the best objective of the returned run changed by at most
-        ``1e-3`` relative over its last tenth of the iterations. A subgradient
+        ``1e-3`` relative over the second half of its iterations. A subgradient
         method with a fixed step has no exact stopping test; this flags runs
         still improving at the end (then a ``ConvergenceWarning`` is issued;
-        increase ``n_iter``).
+        increase ``n_iter``). The window is half the run, and at least
+        ``10`` steps (so a run of fewer than 20 steps is never called
+        converged): a short run whose best point is still falling must not
+        pass because its last few steps happened not to improve it.
     mean_, explained_variance_, explained_variance_ratio_, groups_, group_counts_, \
 n_components_, component_scales_, n_features_in_, feature_names_in_
         See :class:`fairpca.FairPCABase`.
@@ -505,7 +511,7 @@ n_components_, component_scales_, n_features_in_, feature_names_in_
     (2, 10)
     """
 
-    #: Relative change of the best objective over the last tenth of a run deemed converged.
+    #: Relative change of the best objective over the second half of a run deemed converged.
     _convergence_rtol = 1e-3
 
     #: Needs only the group moments: fits Dask input and has partial_fit.
@@ -639,14 +645,18 @@ n_components_, component_scales_, n_features_in_, feature_names_in_
         self.history_ = history[best]
         self.n_iter_ = int(self.n_iter)
         running_best = np.minimum.accumulate(self.history_)
-        tail_start = running_best[-(max(self.n_iter // 10, 1) + 1)]
+        window = max(self.n_iter // 2, 1)
+        tail_start = running_best[-(window + 1)]
         change = (tail_start - running_best[-1]) / max(abs(running_best[-1]), np.finfo(float).tiny)
-        self.converged_ = bool(change <= self._convergence_rtol)
+        self.converged_ = bool(
+            window >= _MIN_CONVERGENCE_WINDOW and change <= self._convergence_rtol
+        )
         if not self.converged_:
             warn(
                 f"RobustFairPCA: the best objective still decreased by {change:.3g} (relative) "
-                f"over the last {max(self.n_iter // 10, 1)} of {self.n_iter} iterations "
-                f"(tolerance {self._convergence_rtol:g}); consider increasing n_iter.",
+                f"over the last {window} of {self.n_iter} iterations (tolerance "
+                f"{self._convergence_rtol:g}, judged over at least {_MIN_CONVERGENCE_WINDOW} "
+                "iterations); consider increasing n_iter.",
                 ConvergenceWarning,
             )
         return V.T, None
