@@ -57,6 +57,7 @@ from fairpca.datasets._real import load_default_credit, load_fairml
 from fairpca.experiments._engine import Target, estimator, fit_models, record, setting_value
 from fairpca.experiments._split import check_dataset, check_split, finish
 from fairpca.metrics import ReconstructionScorer
+from fairpca.metrics._projection import _resolve_projection
 from fairpca.metrics._reconstruction import _abdiff_are
 from fairpca.robust import RobustFairPCA
 
@@ -146,7 +147,7 @@ def vu2022(dataset, *, split=0, data_home=None):
     )
 
 
-def vu2022_errors(X, s, components, X_train, s_train):
+def vu2022_errors(X, s, projection, X_train, s_train):
     """Vu et al.'s (ABDiff, ARE) of a projection, as in the authors' evaluation code.
 
     ARE is the mean squared residual norm of the rows of ``X`` centred on the
@@ -159,8 +160,10 @@ def vu2022_errors(X, s, components, X_train, s_train):
         Evaluation rows.
     s : ndarray of shape (n_samples,)
         Their group labels.
-    components : ndarray of shape (n_components, n_features)
-        Orthonormal rows spanning the subspace.
+    projection : fitted estimator or ndarray of shape (n_components, n_features)
+        The map to score: a fitted estimator, whose ``component_scales_`` are
+        honoured (MinMaxLossFairPCA's rounding may weight a component below 1),
+        or orthonormal rows spanning the subspace.
     X_train : ndarray of shape (n_train, n_features)
         Training rows (for the centres).
     s_train : ndarray of shape (n_train,)
@@ -170,6 +173,7 @@ def vu2022_errors(X, s, components, X_train, s_train):
     -------
     abdiff, are : float
     """
+    components, scales, _, _ = _resolve_projection(projection, name="projection")
     groups = np.unique(s_train)
     codes = np.full(len(s), -1)
     for a, g in enumerate(groups):
@@ -179,7 +183,7 @@ def vu2022_errors(X, s, components, X_train, s_train):
         codes,
         len(groups),
         components,
-        np.ones(len(components)),
+        scales,
         X_train.mean(axis=0),
         [X_train[s_train == g].mean(axis=0) for g in groups],
     )
@@ -319,9 +323,7 @@ def _vu_job(dataset, split, quick, data_home, unavailable):
     models.append(("MinMaxLossFairPCA", "", estimator("MinMaxLossFairPCA", n_components=3)))
     records = []
     for method, label, est in fit_models(models, data, unavailable):
-        abdiff, are = vu2022_errors(
-            data.X_test, data.s_test, est.components_, data.X_train, data.s_train
-        )
+        abdiff, are = vu2022_errors(data.X_test, data.s_test, est, data.X_train, data.s_train)
         records.append(record(dataset, method, label, 3, split, "ABDiff", abdiff))
         records.append(record(dataset, method, label, 3, split, "ARE", are))
     return records
@@ -369,7 +371,7 @@ def _radius_job(simulation, alphas, test, unavailable):
     ]
     records = []
     for method, label, est in fit_models(models, data, unavailable):
-        abdiff, are = vu2022_errors(*test, est.components_, X, s)
+        abdiff, are = vu2022_errors(*test, est, X, s)
         records.append(record("toy", method, label, 1, simulation, "ARE+ABDiff", are + abdiff))
     return records
 
