@@ -458,7 +458,7 @@ TABLE1 = Target(
     "Vu et al. (2022), Table 1: out-of-sample ABDiff and ARE, d = 3",
     "Vu, Tran, Yue, Nguyen. Distributionally Robust Fair Principal Components via "
     "Geodesic Descents. ICLR 2022.",
-    10.0,  # 5 min with --jobs 2 at commit 336d7e2 (docs/reproduction.md)
+    10.0,
     "E. coli, splits 0-1, RFPCA at the authors' shipped (alpha=0.15, lam=0.5), no CV",
     "14 data sets, 10 splits, RFPCA's (alpha, lam) chosen by 3-fold CV",
     _vu_jobs,
