@@ -606,6 +606,17 @@ def test_scorer_matches_metrics(data):
         errors.append(np.mean(np.sum((A @ P) ** 2, axis=1)))
     are = np.mean(np.sum(((X - est.mean_) @ P) ** 2, axis=1))
     assert grouped == pytest.approx(-(are + max(errors) - min(errors)), rel=1e-12)
+    # Held-out rows centred on each group's training mean (the authors' CV code).
+    X_new, s_new = X[::2] + 0.3, s[::2]
+    trained = ReconstructionScorer(center="train_group")(est, X_new, sensitive_features=s_new)
+    errors = [
+        np.mean(np.sum(((X_new[s_new == g] - X[s == g].mean(axis=0)) @ P) ** 2, axis=1))
+        for g in np.unique(s)
+    ]
+    are = np.mean(np.sum(((X_new - est.mean_) @ P) ** 2, axis=1))
+    assert trained == pytest.approx(-(are + max(errors) - min(errors)), rel=1e-12)
+    with pytest.raises(ValueError, match="train_group' needs a fair-PCA estimator"):
+        ReconstructionScorer(center="train_group")(PCA(2).fit(X), X, sensitive_features=s)
     with pytest.raises(ValueError, match="sensitive_features"):
         ReconstructionScorer()(est, X)
     with pytest.raises(ValueError, match="center"):

@@ -244,10 +244,11 @@ def test_cv_helper_selects_best_mean_score():
             n_restarts=1,
             random_state=search.estimator[-1].random_state,
         ).fit(scaler.transform(X[train]), sensitive_features=s[train])
-        Xt = scaler.transform(X[test])
+        Xt, Xtr = scaler.transform(X[test]), scaler.transform(X[train])
         P = np.eye(X.shape[1]) - est.components_.T @ est.components_
+        # The authors' CV code: each validation group centred on its training-fold mean.
         errors = [
-            np.mean(np.sum(((Xt[s[test] == g] - Xt[s[test] == g].mean(axis=0)) @ P) ** 2, axis=1))
+            np.mean(np.sum(((Xt[s[test] == g] - Xtr[s[train] == g].mean(axis=0)) @ P) ** 2, axis=1))
             for g in np.unique(s)
         ]
         are = np.mean(np.sum(((Xt - est.mean_) @ P) ** 2, axis=1))

@@ -111,7 +111,7 @@ def reconstruction_error_gap(X, sensitive_features, projection):
     return _abdiff_are(X, codes, len(groups), components, scales, mean)[0]
 
 
-def _abdiff_are(X, codes, n_groups, components, scales, mean, group_means=None, group_scales=None):
+def _abdiff_are(X, codes, n_groups, components, scales, mean, group_means=None):
     """ABDiff and ARE of [Vu2022]_ with a choice of centring for the groups.
 
     ARE is the mean squared residual norm of all rows of ``X`` centred on
@@ -120,7 +120,8 @@ def _abdiff_are(X, codes, n_groups, components, scales, mean, group_means=None, 
     (:func:`reconstruction_error_gap`) or, when given, on ``group_means[a]``:
     their own mean in ``X`` (``ReconstructionScorer(center="group")``) or their
     training mean (the authors' evaluation code,
-    :func:`fairpca.experiments.vu2022_errors`).
+    :func:`fairpca.experiments.vu2022_errors`, and
+    ``ReconstructionScorer(center="train_group")``).
 
     Parameters
     ----------
@@ -135,9 +136,6 @@ def _abdiff_are(X, codes, n_groups, components, scales, mean, group_means=None, 
         The projection, as returned by ``_resolve_projection``.
     group_means : sequence of ndarray of shape (n_features,) or None, default=None
         Centre of each group's rows; ``None`` centres every group on ``mean``.
-    group_scales : ndarray of shape (r,) or None, default=None
-        Scales of the components in the group errors with ``group_means``;
-        ``None`` means ``scales``.
 
     Returns
     -------
@@ -147,9 +145,8 @@ def _abdiff_are(X, codes, n_groups, components, scales, mean, group_means=None, 
     if group_means is None:
         errors, _ = _group_means(row_errors, codes, n_groups)
     else:
-        group_scales = scales if group_scales is None else group_scales
         errors = [
-            np.mean(_row_errors(X[codes == a], components, group_scales, centre))
+            np.mean(_row_errors(X[codes == a], components, scales, centre))
             for a, centre in enumerate(group_means)
         ]
     return float(max(errors) - min(errors)), float(np.mean(row_errors))

@@ -1,8 +1,6 @@
 """Scorer for model selection: ``-(ARE + ABDiff)`` of Vu et al. (2022)."""
 
-import numpy as np
-
-from fairpca._validation import check_data, check_sensitive_features
+from fairpca._validation import _plain, check_data, check_sensitive_features
 from fairpca.metrics._projection import _resolve_projection
 from fairpca.metrics._reconstruction import _abdiff_are
 
@@ -12,6 +10,24 @@ def _final_step(estimator, X):
     if hasattr(estimator, "steps"):
         return estimator[-1], estimator[:-1].transform(X)
     return estimator, X
+
+
+def _training_group_means(projection, groups):
+    """Each group's mean in the data ``projection`` was fitted on, in the order of ``groups``."""
+    moments = getattr(projection, "moments_", None)
+    if moments is None or getattr(projection, "groups_", None) is None:
+        raise ValueError(
+            "center='train_group' needs a fair-PCA estimator fitted with sensitive_features "
+            f"(its moments_ hold the training group means); got {type(projection).__name__}."
+        )
+    known = {_plain(g): i for i, g in enumerate(moments.groups)}
+    missing = [_plain(g) for g in groups if _plain(g) not in known]
+    if missing:
+        raise ValueError(
+            f"groups {missing} of the scored rows were not in the training data, so they "
+            "have no training mean; use center='group' or 'pooled'."
+        )
+    return [moments.means[known[_plain(g)]] for g in groups]
 
 
 class ReconstructionScorer:
@@ -28,13 +44,15 @@ class ReconstructionScorer:
 
     Parameters
     ----------
-    center : {"pooled", "group"}, default="pooled"
+    center : {"pooled", "train_group", "group"}, default="pooled"
         Centre of each group's rows for ABDiff. ``"pooled"``: the projection's
         mean (:func:`fairpca.metrics.reconstruction_error_gap`, the quantity
-        the RFPCA objective controls). ``"group"``: each group's own mean in
-        the scored data, as in the authors' evaluation code, which centres each
-        group on its *training* group mean (unknown to a scorer; the two
-        differ by the sampling error of the group means).
+        the RFPCA objective controls). ``"train_group"``: each group's mean in
+        the data the projection was fitted on (read from its ``moments_``), as
+        in Vu et al.'s evaluation and cross-validation code, which centres the
+        held-out rows of a group on that group's training mean. ``"group"``:
+        each group's own mean in the scored data (differs from
+        ``"train_group"`` by the sampling error of the group means).
 
     Examples
     --------
@@ -49,8 +67,8 @@ class ReconstructionScorer:
     """
 
     def __init__(self, center="pooled"):
-        if center not in ("pooled", "group"):
-            raise ValueError(f"center must be 'pooled' or 'group', got {center!r}.")
+        if center not in ("pooled", "train_group", "group"):
+            raise ValueError(f"center must be 'pooled', 'train_group' or 'group', got {center!r}.")
         self.center = center
 
     def __call__(self, estimator, X, y=None, *, sensitive_features=None):
@@ -64,14 +82,12 @@ class ReconstructionScorer:
             )
         groups, codes = check_sensitive_features(sensitive_features, Xt.shape[0], min_groups=2)
         components, scales, mean, _ = _resolve_projection(projection, Xt)
-        group_means = group_scales = None
+        group_means = None
         if self.center == "group":
             group_means = [Xt[codes == a].mean(axis=0) for a in range(len(groups))]
-            # The group errors use the unscaled components (component_scales_ of one).
-            group_scales = np.ones_like(scales)
-        abdiff, are = _abdiff_are(
-            Xt, codes, len(groups), components, scales, mean, group_means, group_scales
-        )
+        elif self.center == "train_group":
+            group_means = _training_group_means(projection, groups)
+        abdiff, are = _abdiff_are(Xt, codes, len(groups), components, scales, mean, group_means)
         return -(are + abdiff)
 
     def get_metadata_routing(self):

@@ -203,7 +203,7 @@ def robust_fair_pca_cv(
     lams=(0.0, 0.5, 1.0, 1.5, 2.0, 2.5),
     cv=3,
     preprocessor=None,
-    center="group",
+    center="train_group",
     random_state=None,
     n_jobs=None,
     **params,
@@ -233,8 +233,10 @@ def robust_fair_pca_cv(
         as in the authors' code.
     preprocessor : transformer or None, default=None
         Fitted on each training fold before the estimator (e.g. ``StandardScaler()``).
-    center : {"group", "pooled"}, default="group"
+    center : {"train_group", "group", "pooled"}, default="train_group"
         Centring of ABDiff, see :class:`~fairpca.metrics.ReconstructionScorer`.
+        ``"train_group"`` is the authors' CV code: each validation group is
+        centred on that group's mean in the training fold.
     random_state : int, RandomState instance or None, default=None
         Seed of the fold shuffling and of the estimator's random starts.
     n_jobs : int or None, default=None
@@ -305,7 +307,7 @@ def vu2022_selection(data, split, *, alphas=VU2022_ALPHAS, lams=VU2022_LAMS):
             alphas=alphas,
             lams=lams,
             preprocessor=StandardScaler(),
-            center="group",
+            center="train_group",
             random_state=split,
         )
     return {key.split("__")[-1]: value for key, value in search.best_params_.items()}
