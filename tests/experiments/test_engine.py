@@ -33,6 +33,9 @@ def test_reference_numbers_are_the_papers():
     # d = 10; columns %VAR, %ACC, MMD², ΔDP for COMPAS, German credit, Adult.
     lee = _paper("000")
     table1 = lee[lee.index("Table 1:") : lee.index("## 8.2")]
+    # A row label quoted in a citation is the label the paper prints.
+    for label in set(ref["citation"].str.extract(r"row labelled (\([^)]*\)) there")[0].dropna()):
+        assert f"FPCA {label}" in table1, label
     lines = [line for line in table1.splitlines() if "<sub>" in line]
     cells = [re.findall(r"([\d.]+)\s*<sub>([\d.]+)</sub>", line) for line in lines]
     assert len(cells) == 10 and all(len(row) == 12 for row in cells)
