@@ -7,7 +7,7 @@ import pytest
 from sklearn.exceptions import NotFittedError
 
 import fairpca
-from fairpca import LinearErasure, MMDFairPCA, RobustFairPCA
+from fairpca import FairKernelPCA, LinearErasure, MMDFairPCA, RobustFairPCA
 from fairpca.datasets import make_gaussian_groups
 
 X, S = make_gaussian_groups(n_samples=300, n_features=5, random_state=0)
@@ -25,6 +25,9 @@ def _small(cls):
 
 ESTIMATORS = [pytest.param(lambda c=c: _small(c), id=c.__name__) for c in fairpca.all_estimators()]
 ESTIMATORS.append(pytest.param(LinearErasure, id="LinearErasure"))
+ESTIMATORS.append(
+    pytest.param(lambda: FairKernelPCA(n_components=2, random_state=0), id="FairKernelPCA")
+)
 
 
 def _state(est):

@@ -20,17 +20,17 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils import check_array
 from sklearn.utils.metaestimators import available_if
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from fairpca._dask import _dask_labels, _dask_rows, _import_dask, _is_dask_collection
 from fairpca._linalg import top_eigh
 from fairpca._validation import (
     _check_group_sizes,
     _check_n_groups,
-    _reraise_conversion_error,
+    check_data,
+    check_estimator_data,
     check_n_components,
     check_sensitive_features,
-    raise_if_non_numeric,
 )
 from fairpca._warnings import warn
 from fairpca.moments import GroupMoments
@@ -59,6 +59,12 @@ def transactional(method):
             raise
 
     return wrapper
+
+
+def forget_fit(estimator):
+    """Delete every fitted attribute (``name_``), so that a refit keeps none of an earlier fit."""
+    for name in [k for k in vars(estimator) if k.endswith("_") and not k.startswith("_")]:
+        delattr(estimator, name)
 
 
 def _single_group_moments(X):
@@ -208,18 +214,9 @@ class FairPCABase(
 
     # ------------------------------------------------------------ validation
     def _validate_X(self, X, *, reset, ensure_all_finite=True):
-        raise_if_non_numeric(X, "X")
-        try:
-            return validate_data(
-                self,
-                X,
-                reset=reset,
-                dtype=np.float64,
-                ensure_all_finite=ensure_all_finite,
-                ensure_min_samples=2 if reset else 1,
-            )
-        except (ValueError, TypeError) as exc:
-            _reraise_conversion_error(exc, "X")
+        return check_estimator_data(
+            self, X, reset=reset, ensure_all_finite=ensure_all_finite, min_samples=2 if reset else 1
+        )
 
     # ------------------------------------------------------------------- fit
     @transactional
@@ -249,9 +246,7 @@ class FairPCABase(
             The fitted estimator.
         """
         self._check_params()
-        # A refit starts from scratch: no attribute of an earlier solution survives.
-        for name in [k for k in vars(self) if k.endswith("_") and not k.startswith("_")]:
-            delattr(self, name)
+        forget_fit(self)
         if _is_dask_collection(X) or _is_dask_collection(sensitive_features):
             return self._fit_dask(X, y, sensitive_features)
         # The moment pass, which precedes any other use of X, rejects NaN and
@@ -380,12 +375,8 @@ class FairPCABase(
         """
         self._check_params()
         first = not hasattr(self, "moments_")
-        raise_if_non_numeric(X, "X")
-        try:
-            # The moment pass below rejects NaN and infinities.
-            X = validate_data(self, X, reset=first, dtype=np.float64, ensure_all_finite=False)
-        except (ValueError, TypeError) as exc:
-            _reraise_conversion_error(exc, "X")
+        # The moment pass below rejects NaN and infinities.
+        X = check_estimator_data(self, X, reset=first, ensure_all_finite=False)
         d = check_n_components(self.n_components, X.shape[1])
         grouped = sensitive_features is not None
         if not first and grouped != self._grouped_moments:
@@ -485,11 +476,7 @@ class FairPCABase(
             ``(X - mean_) P + mean_`` for data that went through :meth:`transform`.
         """
         check_is_fitted(self)
-        raise_if_non_numeric(X, "X")
-        try:
-            Z = check_array(X, dtype=np.float64, input_name="X")
-        except (ValueError, TypeError) as exc:
-            _reraise_conversion_error(exc, "X")
+        Z = check_data(X, "X")
         if Z.shape[1] != self.n_components_:
             raise ValueError(
                 f"X has {Z.shape[1]} columns but inverse_transform expects "

@@ -8,9 +8,11 @@ import numbers
 
 import numpy as np
 from sklearn.utils import check_array, check_scalar
+from sklearn.utils.validation import validate_data
 
 __all__ = [
     "check_data",
+    "check_estimator_data",
     "check_number",
     "check_n_components",
     "check_sensitive_features",
@@ -58,6 +60,31 @@ def _reraise_conversion_error(exc, name):
     if any(s in msg for s in ("could not convert", "bytes/strings")):
         raise TypeError(f"{name} must contain only real numbers: {msg}") from exc
     raise exc
+
+
+def check_estimator_data(estimator, X, *, reset, ensure_all_finite=True, min_samples=1):
+    """Validate ``X`` for an estimator with :func:`sklearn.utils.validation.validate_data`.
+
+    As :func:`check_data`, plus the estimator bookkeeping of scikit-learn:
+    ``reset=True`` records ``n_features_in_`` (and ``feature_names_in_``),
+    ``reset=False`` checks ``X`` against them.
+
+    Returns
+    -------
+    X : ndarray of shape (n_samples, n_features), dtype float64
+    """
+    raise_if_non_numeric(X, "X")
+    try:
+        return validate_data(
+            estimator,
+            X,
+            reset=reset,
+            dtype=np.float64,
+            ensure_all_finite=ensure_all_finite,
+            ensure_min_samples=min_samples,
+        )
+    except (ValueError, TypeError) as exc:
+        _reraise_conversion_error(exc, "X")
 
 
 def check_data(X, name="X", *, min_samples=1, ensure_all_finite=True):
@@ -149,11 +176,18 @@ def check_sensitive_features(
     if labels.ndim == 2 and labels.shape[1] == 1:
         labels = labels[:, 0]
     if labels.ndim == 2 and labels.shape[1] > 1:
-        groups, codes, counts = _intersectional_groups(sensitive_features, labels, n_samples, name)
-        _check_n_groups(groups, min_groups, name)
-        if min_group_size > 1:
-            _check_group_sizes(groups, counts, min_group_size, name)
-        return groups, codes
+        encoded = _intersectional_groups(sensitive_features, labels, n_samples, name)
+    else:
+        encoded = _encode_1d_labels(labels, n_samples, name)
+    groups, codes, counts = encoded
+    _check_n_groups(groups, min_groups, name)
+    if min_group_size > 1:
+        _check_group_sizes(groups, counts, min_group_size, name)
+    return groups, codes
+
+
+def _encode_1d_labels(labels, n_samples, name):
+    """Validate one label per row and encode them: ``(groups, codes, counts)``."""
     if labels.ndim != 1:
         raise ValueError(
             f"{name} must have one label per row (1-D), or one column per attribute "
@@ -197,11 +231,7 @@ def check_sensitive_features(
             labels = labels.astype(str if kind == "string" else bool)
     elif labels.dtype.kind not in "iubUS":
         raise TypeError(f"{name} has unsupported dtype {labels.dtype}.")
-    groups, codes, counts = _encode_labels(labels)
-    _check_n_groups(groups, min_groups, name)
-    if min_group_size > 1:
-        _check_group_sizes(groups, counts, min_group_size, name)
-    return groups, codes
+    return _encode_labels(labels)
 
 
 def _intersectional_groups(sensitive_features, labels, n_samples, name):

@@ -35,14 +35,13 @@ References
 
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from fairpca._base import transactional
 from fairpca._dask import _dask_labels, _dask_rows, _import_dask, _is_dask_collection
 from fairpca._validation import (
-    _reraise_conversion_error,
+    check_estimator_data,
     check_sensitive_features,
-    raise_if_non_numeric,
 )
 from fairpca.mean_matching import _ATTRIBUTE_MODES, constraint_bases, mean_difference_basis
 from fairpca.moments import GroupMoments
@@ -190,11 +189,7 @@ class LinearErasure(TransformerMixin, BaseEstimator):
             X, _ = _dask_rows(X, da)
             self._check_n_features(X.shape[1], reset)
             return GroupMoments.from_dask(X, _dask_labels(sensitive_features, X, da))
-        raise_if_non_numeric(X, "X")
-        try:
-            X = validate_data(self, X, reset=reset, dtype=np.float64, ensure_all_finite=False)
-        except (ValueError, TypeError) as exc:
-            _reraise_conversion_error(exc, "X")
+        X = check_estimator_data(self, X, reset=reset, ensure_all_finite=False)
         groups, codes = check_sensitive_features(
             sensitive_features, X.shape[0], min_groups=min_groups
         )
@@ -230,9 +225,5 @@ class LinearErasure(TransformerMixin, BaseEstimator):
         X_erased : ndarray of shape (n_samples, n_features)
         """
         check_is_fitted(self, "erasure_")
-        raise_if_non_numeric(X, "X")
-        try:
-            X = validate_data(self, X, reset=False, dtype=np.float64)
-        except (ValueError, TypeError) as exc:
-            _reraise_conversion_error(exc, "X")
+        X = check_estimator_data(self, X, reset=False)
         return X - (X - self.mean_) @ self.erasure_.T

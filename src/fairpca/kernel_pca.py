@@ -69,16 +69,15 @@ from scipy.sparse.linalg import eigsh
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.metrics.pairwise import pairwise_kernels
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
+from fairpca._base import forget_fit, transactional
 from fairpca._kernels import _bandwidth_rows, _median_bandwidth, _qmc_frequencies, _rff_features
 from fairpca._linalg import top_eigh
 from fairpca._validation import (
-    _reraise_conversion_error,
-    check_data,
+    check_estimator_data,
     check_number,
     check_sensitive_features,
-    raise_if_non_numeric,
 )
 from fairpca._warnings import warn
 from fairpca.mean_matching import mean_matching_components
@@ -117,14 +116,6 @@ _DENSE_ROWS = 1000
 
 #: Bytes of one block of kernel values or features in ``fit`` and ``transform``.
 _BLOCK_BYTES = 16 * 2**20
-
-
-def _column_names(X):
-    """The string column names of a DataFrame ``X`` as an object array, else None."""
-    columns = getattr(X, "columns", None)
-    if columns is None or not all(isinstance(c, str) for c in columns):
-        return None
-    return np.asarray(list(columns), dtype=object)
 
 
 @dataclass(frozen=True)
@@ -417,11 +408,7 @@ class FairKernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
 
     def _validate_test_X(self, X):
         """``X`` for ``transform``: numeric, finite, with the fitted features and names."""
-        raise_if_non_numeric(X, "X")
-        try:
-            return validate_data(self, X, reset=False, dtype=np.float64)
-        except (ValueError, TypeError) as exc:
-            _reraise_conversion_error(exc, "X")
+        return check_estimator_data(self, X, reset=False)
 
     def _kernel_gamma(self, X, seed):
         """The kernel coefficient: given, the median rule (RBF) or sklearn's default."""
@@ -447,6 +434,7 @@ class FairKernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
         return pairwise_kernels(A, B, metric=self.kernel, **wanted)
 
     # ------------------------------------------------------------------- fit
+    @transactional
     def fit(self, X, y=None, *, sensitive_features=None):
         """Fit the fair kernel projection.
 
@@ -469,6 +457,7 @@ class FairKernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
         self._fit(X, sensitive_features)
         return self
 
+    @transactional
     def fit_transform(self, X, y=None, *, sensitive_features=None):
         """Fit and return the training representation, shape (n_samples, n_components_).
 
@@ -479,14 +468,10 @@ class FairKernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
         return Z if Z is not None else self.transform(X)
 
     def _fit(self, X, sensitive_features):
-        """Fit into local state, then replace every fitted attribute at once.
-
-        Returns the training representation (exact) or None (approximate).
-        """
+        """Fit; return the training representation (exact) or None (approximate)."""
         d = self._check_params()
-        # Nothing is stored before the whole fit has succeeded.
-        names = _column_names(X)
-        X = check_data(X, "X", min_samples=2)
+        forget_fit(self)
+        X = check_estimator_data(self, X, reset=True, min_samples=2)
         n = X.shape[0]
         if sensitive_features is None:
             warn(
@@ -504,49 +489,37 @@ class FairKernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
         self._check_dimension(d, method, n, k)
         counts = np.bincount(codes, minlength=k)
         seeds = check_random_state(self.random_state).randint(np.iinfo(np.int32).max, size=3)
-        state = {
-            "method_": method,
-            "n_features_in_": X.shape[1],
-            "n_components_": d,
-            "groups_": groups,
-            "group_counts_": None if groups is None else counts,
-            "gamma_": self._kernel_gamma(X, seeds[0]),
-        }
-        if names is not None:
-            state["feature_names_in_"] = names
+        self.method_, self.n_components_ = method, d
+        self.groups_ = groups
+        self.group_counts_ = None if groups is None else counts
+        self.gamma_ = self._kernel_gamma(X, seeds[0])
         if method == "exact":
-            Z = self._fit_exact(X, codes, counts, d, state, seeds[2])
-        else:
-            Z = None
-            self._fit_approx(X, codes, groups, d, state, seeds[1])
-        for name in [key for key in vars(self) if key.endswith("_") and not key.startswith("_")]:
-            delattr(self, name)
-        self.__dict__.pop("_offset", None)
-        vars(self).update(state)
-        return Z
+            return self._fit_exact(X, codes, counts, d, seeds[2])
+        self._fit_approx(X, codes, groups, d, seeds[1])
+        return None
 
-    def _fit_exact(self, X, codes, counts, d, state, seed):
-        K = self._pairwise(X, None, state["gamma_"])
+    def _fit_exact(self, X, codes, counts, d, seed):
+        K = self._pairwise(X, None, self.gamma_)
         alpha, Z, col_means, rank = _exact_dual(K, codes, counts, d, seed)
         del K
-        state["X_fit_"] = X
-        state["dual_coef_"] = alpha
-        state["_offset"] = col_means @ alpha
-        state["n_constraints_"] = rank
-        state["mean_gap_"] = _largest_mean_gap(Z, codes, counts)
-        state["explained_variance_"] = (Z**2).mean(axis=0)
+        self.X_fit_ = X
+        self.dual_coef_ = alpha
+        self._offset = col_means @ alpha
+        self.n_constraints_ = rank
+        self.mean_gap_ = _largest_mean_gap(Z, codes, counts)
+        self.explained_variance_ = (Z**2).mean(axis=0)
         return Z
 
-    def _fit_approx(self, X, codes, groups, d, state, seed):
+    def _fit_approx(self, X, codes, groups, d, seed):
         if self.kernel == "rbf":
-            bandwidth = np.sqrt(0.5 / state["gamma_"])
+            bandwidth = np.sqrt(0.5 / self.gamma_)
             frequencies = _qmc_frequencies(X.shape[1], self.n_random_features, bandwidth, seed)
             fmap = _FourierFeatures(X.mean(axis=0), frequencies)
             width = 2 * self.n_random_features
         else:
             from sklearn.kernel_approximation import Nystroem
 
-            params = {"gamma": state["gamma_"], "degree": self.degree, "coef0": self.coef0}
+            params = {"gamma": self.gamma_, "degree": self.degree, "coef0": self.coef0}
             width = min(self.n_random_features, X.shape[0])
             fmap = Nystroem(
                 kernel=self.kernel,
@@ -560,15 +533,13 @@ class FairKernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
             part = GroupMoments._from_codes(fmap.transform(X[lo:hi]), codes[lo:hi], label_set)
             moments = part if moments is None else moments.merge(part)
         # With one group (a group-blind fit) there is no constraint: kernel PCA.
-        components, n_constraints, mean_gap = mean_matching_components(moments, d)
+        components, self.n_constraints_, self.mean_gap_ = mean_matching_components(moments, d)
         variance = np.einsum("rp,pq,rq->r", components, moments.covariance(), components)
         order = np.argsort(-variance, kind="stable")
-        state["feature_map_"] = fmap
-        state["feature_mean_"] = moments.pooled_mean
-        state["components_"] = components[order]
-        state["n_constraints_"] = n_constraints
-        state["mean_gap_"] = mean_gap
-        state["explained_variance_"] = variance[order]
+        self.feature_map_ = fmap
+        self.feature_mean_ = moments.pooled_mean
+        self.components_ = components[order]
+        self.explained_variance_ = variance[order]
 
     # ------------------------------------------------------------- transform
     def transform(self, X):

@@ -94,7 +94,11 @@ def mean_difference_basis(moments, attributes="intersectional"):
     ``g`` as in :func:`attribute_mean_shifts`. The weights make ``B B^T`` the
     between-group covariance (summed over attributes when separate).
     """
-    shifts, proportions = attribute_mean_shifts(moments, attributes)
+    return _weighted_columns(*attribute_mean_shifts(moments, attributes))
+
+
+def _weighted_columns(shifts, proportions):
+    """``sqrt(w_g) (mu_g - mu)`` as columns: ``B B^T`` is the between-group covariance."""
     return (shifts * np.sqrt(proportions)[:, None]).T
 
 
@@ -173,7 +177,8 @@ def mean_matching_components(
         Largest norm of a projected group-mean difference.
     """
     covariance = moments.covariance()
-    constraints = mean_difference_basis(moments, attributes)
+    shifts, proportions = attribute_mean_shifts(moments, attributes)
+    constraints = _weighted_columns(shifts, proportions)
     scale = float(np.sqrt(max(np.trace(covariance), 0.0)))
     p = moments.n_features
     if np.isinf(mean_penalty):
@@ -196,7 +201,6 @@ def mean_matching_components(
     else:
         rank = 0
         components = top_eigh(covariance - mean_penalty * (constraints @ constraints.T), d)[1].T
-    shifts, _ = attribute_mean_shifts(moments, attributes)
     mean_gap = float(np.max(np.linalg.norm(shifts @ components.T, axis=1)))
     return components, rank, mean_gap
 
