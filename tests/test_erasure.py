@@ -32,7 +32,11 @@ def test_group_means_equal_and_cross_covariance_zero(k):
     np.testing.assert_allclose(again.transform(Y), Y, atol=1e-10)
 
 
-def _constrained_least_squares(X, s, M):
+def _one_hot(s):
+    return (s[:, None] == np.unique(s)[None, :]).astype(float)
+
+
+def _constrained_least_squares(X, Z, M):
     """min_A E||A (x - mu)||_M^2 s.t. (I - A) Sigma_XZ = 0, from its KKT system.
 
     With a = vec(A) (column-major) the cost is a^T (Sigma kron M) a and the
@@ -42,8 +46,7 @@ def _constrained_least_squares(X, s, M):
     p = X.shape[1]
     Xc = X - X.mean(0)
     cov = Xc.T @ Xc / len(X)
-    onehot = (s[:, None] == np.unique(s)[None, :]).astype(float)
-    cross = Xc.T @ (onehot - onehot.mean(0)) / len(X)
+    cross = Xc.T @ (Z - Z.mean(0)) / len(X)
     H = np.kron(cov, M)
     G = np.kron(cross.T, np.eye(p))
     m = G.shape[0]
@@ -63,7 +66,7 @@ def test_edit_is_the_smallest_among_erasers(norm):
     cov = np.cov(X, rowvar=False, bias=True)
     M = np.linalg.inv(cov) if norm == "whitened" else np.eye(3)
     ours = np.trace(M @ est.erasure_ @ cov @ est.erasure_.T)
-    best, A = _constrained_least_squares(X, s, M)
+    best, A = _constrained_least_squares(X, _one_hot(s), M)
     assert ours == pytest.approx(best, rel=1e-9)
     np.testing.assert_allclose(est.erasure_, A, atol=1e-8)  # the optimum is unique
 
@@ -131,3 +134,65 @@ def test_separate_attributes_each_have_equal_means():
         np.testing.assert_allclose(means - means.mean(0), 0, atol=1e-10 * np.abs(X).max())
     inter = LinearErasure().fit(X, sensitive_features=attrs)
     assert inter.rank_ == 5
+
+
+def _with_age(seed=5, n=1000, p=4):
+    """Data whose columns depend on a continuous age and on a binary sex."""
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    age = rng.uniform(18, 80, size=n)
+    sex = rng.choice(["F", "M"], size=n)
+    X = rng.normal(size=(n, p)) @ rng.normal(size=(p, p))
+    X += np.outer((age - 50) / 15, rng.normal(size=p)) + (sex == "F")[:, None] * 0.8
+    return X, pd.DataFrame({"sex": sex, "age": age})
+
+
+@pytest.mark.parametrize("norm", ["whitened", "euclidean"])
+def test_continuous_attribute_edit_is_the_smallest(norm):
+    X, attrs = _with_age()
+    est = LinearErasure(continuous_attributes=["age"]).fit(X, sensitive_features=attrs)
+    assert est.rank_ == 2 and list(est.groups_) == ["F", "M"]
+    Y = est.transform(X)
+    Z = np.column_stack([_one_hot(attrs["sex"].to_numpy()), attrs["age"]])
+    cross = (Y - Y.mean(0)).T @ (Z - Z.mean(0)) / len(Y)
+    np.testing.assert_allclose(cross, 0, atol=1e-10 * np.abs(X).max() * attrs["age"].std())
+    cov = np.cov(X, rowvar=False, bias=True)
+    M = np.linalg.inv(cov) if norm == "whitened" else np.eye(X.shape[1])
+    best, A = _constrained_least_squares(X, Z, M)
+    ours = np.trace(M @ est.erasure_ @ cov @ est.erasure_.T)
+    assert ours == pytest.approx(best, rel=1e-9)
+    np.testing.assert_allclose(est.erasure_, A, atol=1e-8)
+
+
+def test_continuous_attribute_only_on_dask_and_partial_fit():
+    da = pytest.importorskip("dask.array")
+    X, attrs = _with_age(seed=6, n=1200)
+    age = attrs["age"].to_numpy()
+    ref = LinearErasure(continuous_attributes=True).fit(X, sensitive_features=age)
+    assert ref.rank_ == 1 and list(ref.groups_) == [0]
+    Y = ref.transform(X)
+    assert abs(np.corrcoef(Y @ np.ones(4), age)[0, 1]) < 1e-10
+    lazy = LinearErasure(continuous_attributes=True).fit(
+        da.from_array(X, chunks=(250, 4)), sensitive_features=da.from_array(age, chunks=250)
+    )
+    streamed = LinearErasure(continuous_attributes=True)
+    for start in range(0, 1200, 500):
+        streamed.partial_fit(X[start : start + 500], sensitive_features=age[start : start + 500])
+    for est in (lazy, streamed):
+        np.testing.assert_allclose(est.erasure_, ref.erasure_, atol=1e-10)
+
+
+def test_continuous_attribute_bad_input():
+    X, attrs = _with_age(n=300)
+    constant = attrs.assign(age=42.0)
+    with pytest.raises(ValueError, match="'age' are constant"):
+        LinearErasure(continuous_attributes=["age"]).fit(X, sensitive_features=constant)
+    missing = attrs.copy()
+    missing.loc[7, "age"] = np.nan
+    with pytest.raises(ValueError, match="'age' contain NaN"):
+        LinearErasure(continuous_attributes=["age"]).fit(X, sensitive_features=missing)
+    with pytest.raises(ValueError, match="must list distinct columns"):
+        LinearErasure(continuous_attributes=["income"]).fit(X, sensitive_features=attrs)
+    with pytest.raises(TypeError, match="list of column names"):
+        LinearErasure(continuous_attributes="age").fit(X, sensitive_features=attrs)

@@ -232,14 +232,169 @@ def test_attribute_table_errors_name_the_problem():
         MeanMatchingFairPCA(attributes="both").fit(X, sensitive_features=attrs)
 
 
-def test_attribute_table_on_dask_input_is_refused_with_a_way_out():
+def test_attribute_table_on_dask_and_partial_fit_equals_fit():
     da = pytest.importorskip("dask.array")
-    X, attrs = _two_attributes(n=400)
-    with pytest.raises(ValueError, match="one combined label per row"):
-        MeanMatchingFairPCA().fit(da.from_array(X, chunks=100), sensitive_features=attrs.to_numpy())
-    # partial_fit accepts the table: chunk by chunk it equals fit.
+    X, attrs = _two_attributes(n=1200)
     ref = MeanMatchingFairPCA(n_components=2).fit(X, sensitive_features=attrs)
-    est = MeanMatchingFairPCA(n_components=2)
-    for start in range(0, 400, 200):
-        est.partial_fit(X[start : start + 200], sensitive_features=attrs.iloc[start : start + 200])
-    np.testing.assert_allclose(_projector(est.components_), _projector(ref.components_), atol=1e-10)
+    lazy = MeanMatchingFairPCA(n_components=2).fit(
+        da.from_array(X, chunks=(250, 8)), sensitive_features=attrs.to_numpy()
+    )
+    assert list(lazy.groups_) == list(ref.groups_)
+    streamed = MeanMatchingFairPCA(n_components=2)
+    for start in range(0, 1200, 500):
+        streamed.partial_fit(
+            X[start : start + 500], sensitive_features=attrs.iloc[start : start + 500]
+        )
+    for est in (lazy, streamed):
+        np.testing.assert_allclose(
+            _projector(est.components_), _projector(ref.components_), atol=1e-10
+        )
+
+
+def _with_continuous(seed=0, n=1500, p=7):
+    """X driven by two continuous attributes (age, income) and a binary sex."""
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    attrs = pd.DataFrame(
+        {
+            "age": rng.uniform(18, 80, size=n),
+            "sex": rng.choice(["F", "M"], size=n),
+            "income": rng.lognormal(10, 0.5, size=n),
+        }
+    )
+    X = rng.normal(size=(n, p)) @ rng.normal(size=(p, p))
+    X += np.outer((attrs["age"] - 50) / 15, 2 * rng.normal(size=p))
+    X += np.outer(np.log(attrs["income"]) - 10, rng.normal(size=p))
+    X += (attrs["sex"] == "F").to_numpy()[:, None] * rng.normal(size=p)
+    return X, attrs
+
+
+def _independent_cross_covariance_solution(X, Z, d):
+    """scipy's null space of Cov(X, Z)^T, then PCA of the pooled data there."""
+    cross = np.cov(np.column_stack([X, Z]), rowvar=False, bias=True)[: X.shape[1], X.shape[1] :]
+    N = scipy.linalg.null_space(cross.T)
+    cov = np.cov(X, rowvar=False, bias=True)
+    return (N @ np.linalg.eigh(N.T @ cov @ N)[1][:, ::-1][:, :d]).T
+
+
+def test_continuous_attributes_have_zero_cross_covariance():
+    X, attrs = _with_continuous()
+    Z = attrs[["age", "income"]].to_numpy()
+    est = MeanMatchingFairPCA(n_components=3, continuous_attributes=True).fit(
+        X, sensitive_features=Z
+    )
+    assert list(est.groups_) == [0] and est.n_constraints_ == 2
+    np.testing.assert_allclose(est.components_ @ est.components_.T, np.eye(3), atol=1e-12)
+    R = est.transform(X)
+    cross = (R - R.mean(0)).T @ (Z - Z.mean(0)) / len(X)
+    scale = np.sqrt(np.var(R, axis=0).max() * np.var(Z, axis=0))
+    np.testing.assert_allclose(cross / scale, 0, atol=1e-10)
+    assert est.covariance_gap_ < 1e-10 * np.sqrt(np.trace(np.cov(X, rowvar=False)))
+    expected = _independent_cross_covariance_solution(X, Z, 3)
+    np.testing.assert_allclose(_projector(est.components_), _projector(expected), atol=1e-10)
+
+
+def test_groups_and_continuous_attribute_together():
+    X, attrs = _with_continuous(seed=1)
+    est = MeanMatchingFairPCA(n_components=3, continuous_attributes=["age"]).fit(
+        X, sensitive_features=attrs[["sex", "age"]]
+    )
+    assert list(est.groups_) == ["F", "M"] and est.n_constraints_ == 2
+    R = est.transform(X)
+    female = (attrs["sex"] == "F").to_numpy()
+    np.testing.assert_allclose(R[female].mean(0), R[~female].mean(0), atol=1e-10 * np.abs(R).max())
+    Z = np.column_stack([female, attrs["age"]]).astype(float)
+    expected = _independent_cross_covariance_solution(X, Z, 3)
+    np.testing.assert_allclose(_projector(est.components_), _projector(expected), atol=1e-10)
+    # Collinear continuous attributes constrain nothing more than one of them.
+    doubled = attrs.assign(age2=2 * attrs["age"] + 1)[["sex", "age", "age2"]]
+    again = MeanMatchingFairPCA(n_components=3, continuous_attributes=["age", "age2"]).fit(
+        X, sensitive_features=doubled
+    )
+    assert again.n_constraints_ == 2
+    np.testing.assert_allclose(
+        _projector(again.components_), _projector(est.components_), atol=1e-10
+    )
+
+
+def test_continuous_attributes_on_dask_and_partial_fit_equal_fit():
+    da = pytest.importorskip("dask.array")
+    X, attrs = _with_continuous(seed=2, n=1200)
+    table = attrs[["sex", "age"]]
+    make = lambda: MeanMatchingFairPCA(n_components=2, continuous_attributes=[1])  # noqa: E731
+    ref = make().fit(X, sensitive_features=table.to_numpy())
+    lazy = make().fit(da.from_array(X, chunks=(250, 7)), sensitive_features=table.to_numpy())
+    streamed = make()
+    for start in range(0, 1200, 500):
+        streamed.partial_fit(
+            X[start : start + 500], sensitive_features=table.to_numpy()[start : start + 500]
+        )
+    for est in (lazy, streamed):
+        np.testing.assert_allclose(
+            _projector(est.components_), _projector(ref.components_), atol=1e-10
+        )
+        np.testing.assert_allclose(est.mean_, ref.mean_, rtol=1e-12)
+
+
+def test_mean_penalty_trades_variance_for_cross_covariance():
+    X, attrs = _with_continuous(seed=3)
+    age = attrs["age"].to_numpy()
+    fits = [
+        MeanMatchingFairPCA(n_components=2, mean_penalty=t, continuous_attributes=True).fit(
+            X, sensitive_features=age
+        )
+        for t in (0.0, 1.0, 100.0, np.inf)
+    ]
+    gaps = [f.covariance_gap_ for f in fits]
+    kept = [f.explained_variance_.sum() for f in fits]
+    assert all(a > b for a, b in zip(gaps, gaps[1:], strict=False)) and gaps[-1] < 1e-10
+    assert all(a >= b for a, b in zip(kept, kept[1:], strict=False))
+    pca = PCA(n_components=2).fit(X)
+    np.testing.assert_allclose(
+        _projector(fits[0].components_), _projector(pca.components_), atol=1e-8
+    )
+
+
+def test_held_out_continuous_attribute_not_linearly_predictable():
+    from sklearn.linear_model import LinearRegression
+
+    X, attrs = _with_continuous(seed=4, n=4000)
+    age = attrs["age"].to_numpy()
+    train, test = slice(0, 3000), slice(3000, None)
+    fair = MeanMatchingFairPCA(n_components=3, continuous_attributes=True).fit(
+        X[train], sensitive_features=age[train]
+    )
+    pca = PCA(n_components=3).fit(X[train])
+
+    def held_out_r2(transform):
+        model = LinearRegression().fit(transform(X[train]), age[train])
+        return model.score(transform(X[test]), age[test])
+
+    assert abs(held_out_r2(fair.transform)) < 0.01
+    assert held_out_r2(pca.transform) > 0.3
+
+
+@pytest.mark.parametrize(
+    ("params", "table", "match"),
+    [
+        ({"continuous_attributes": True, "covariance_rank": 3}, "age", "at least two groups"),
+        ({"continuous_attributes": ["age"]}, "constant", "'age' are constant"),
+        ({"continuous_attributes": ["age"]}, "nan", "'age' contain NaN"),
+        ({"continuous_attributes": ["height"]}, "both", "must list distinct columns"),
+        ({"continuous_attributes": ["age", "age"]}, "both", "must list distinct columns"),
+        ({"continuous_attributes": ["height"]}, "age", "does not name the single"),
+    ],
+)
+def test_continuous_attribute_errors(params, table, match):
+    X, attrs = _with_continuous(n=300)
+    sensitive = {
+        "age": attrs["age"],
+        "constant": attrs[["sex", "age"]].assign(age=3.0),
+        "nan": attrs[["sex", "age"]].assign(age=attrs["age"].where(attrs.index != 5)),
+        "both": attrs[["sex", "age"]],
+    }[table]
+    est = MeanMatchingFairPCA(n_components=3, **params)
+    with pytest.raises(ValueError, match=match):
+        est.fit(X, sensitive_features=sensitive)
+    assert not hasattr(est, "components_")

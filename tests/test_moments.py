@@ -239,3 +239,34 @@ def test_non_finite_values_are_found_by_the_pass(small_blocks):
         bad[350, 1] = value  # beyond the first rows that choose the shift
         with pytest.raises(ValueError, match=word):
             GroupMoments.from_arrays(bad, s)
+
+
+def test_covariate_cross_moments_match_numpy_and_merge_and_dask():
+    rng = np.random.default_rng(11)
+    n = 3000
+    X = rng.normal(size=(n, 5)) * 3 + 1e4  # a large offset, as in the other moment tests
+    s = rng.integers(0, 3, size=n)
+    Z = np.column_stack([X[:, 0] * 0.5 + rng.normal(size=n), rng.uniform(20, 70, size=n)])
+    joint = np.cov(np.column_stack([X, Z]), rowvar=False, bias=True)
+    whole = GroupMoments.from_arrays(X, s, Z)
+    assert whole.n_covariates == 2
+    cov_xz, cov_zz = whole.cross_covariance()
+    np.testing.assert_allclose(cov_xz, joint[:5, 5:], rtol=1e-9, atol=1e-9 * np.abs(joint).max())
+    np.testing.assert_allclose(cov_zz, joint[5:, 5:], rtol=1e-9)
+    np.testing.assert_allclose(whole.covariance(), joint[:5, :5], rtol=1e-9)
+    for a in range(3):
+        rows = s == a
+        np.testing.assert_allclose(whole.covariate_means[a], Z[rows].mean(0), rtol=1e-12)
+    parts = GroupMoments.from_arrays(X[:1000], s[:1000], Z[:1000]).merge(
+        GroupMoments.from_arrays(X[1000:], s[1000:], Z[1000:])
+    )
+    for got, want in zip(parts.cross_covariance(), whole.cross_covariance(), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+    with pytest.raises(ValueError, match="2 and 0 continuous attributes"):
+        whole.merge(GroupMoments.from_arrays(X, s))
+    da = pytest.importorskip("dask.array")
+    lazy = GroupMoments.from_dask(
+        da.from_array(X, chunks=(700, 5)), s, da.from_array(Z, chunks=(500, 2))
+    )
+    for got, want in zip(lazy.cross_covariance(), whole.cross_covariance(), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)

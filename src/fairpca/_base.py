@@ -27,10 +27,12 @@ from fairpca._linalg import top_eigh
 from fairpca._validation import (
     _check_group_sizes,
     _check_n_groups,
+    check_covariates,
     check_data,
     check_estimator_data,
     check_n_components,
     check_sensitive_features,
+    split_sensitive_features,
 )
 from fairpca._warnings import warn
 from fairpca.moments import GroupMoments
@@ -65,6 +67,77 @@ def forget_fit(estimator):
     """Delete every fitted attribute (``name_``), so that a refit keeps none of an earlier fit."""
     for name in [k for k in vars(estimator) if k.endswith("_") and not k.startswith("_")]:
         delattr(estimator, name)
+
+
+def attribute_moments(X, sensitive_features, continuous=None, *, min_groups=2, min_group_size=1):
+    """Group moments of in-memory data whose attribute table may hold continuous columns.
+
+    The categorical columns of ``sensitive_features`` give the groups (their
+    intersections when several); the ``continuous`` ones (see
+    :func:`~fairpca._validation.split_sensitive_features`) are kept as
+    covariates, whose cross-moments with ``X`` the pass accumulates. Without a
+    categorical column all rows form one group, labelled 0. Labels are checked
+    before the pass; whether the covariates vary is checked after it by
+    :func:`moments_problem`.
+
+    Returns
+    -------
+    moments : GroupMoments
+    codes : ndarray of shape (n_samples,)
+        Group code of each row.
+    covariate_names : list of str or None
+    """
+    n_samples = X.shape[0]
+    categorical, covariates, names = split_sensitive_features(sensitive_features, continuous)
+    if covariates is not None:
+        covariates = check_covariates(covariates, n_samples, names)
+        min_groups = 1
+    if categorical is None:
+        groups, codes = np.array([0]), np.zeros(n_samples, dtype=np.intp)
+    else:
+        groups, codes = check_sensitive_features(
+            categorical, n_samples, min_groups=min_groups, min_group_size=min_group_size
+        )
+    return GroupMoments._from_codes(X, codes, groups, covariates), codes, names
+
+
+def attribute_moments_dask(X, sensitive_features, continuous, da):
+    """As :func:`attribute_moments` for Dask input: ``(moments, labels, covariate_names)``.
+
+    ``X`` has whole rows per block; ``labels`` are the categorical labels lined
+    up with its blocks (None when every attribute is continuous).
+    """
+    categorical, covariates, names = split_sensitive_features(sensitive_features, continuous)
+    labels = None if categorical is None else _dask_labels(categorical, X, da)
+    moments = GroupMoments.from_dask(X, labels, covariates)
+    return moments, labels, names
+
+
+def moments_problem(moments, covariate_names=None, min_group_size=1):
+    """Why ``moments`` cannot define a fair projection, or None when they can.
+
+    A fair projection needs two groups, or one group and continuous attributes
+    that vary, and every group needs ``min_group_size`` rows.
+    """
+    try:
+        if moments.n_covariates == 0:
+            _check_n_groups(moments.groups)
+        _check_group_sizes(moments.groups, moments.counts, min_group_size)
+    except ValueError as exc:
+        return str(exc)
+    if moments.n_covariates:
+        _, cov_zz = moments.cross_covariance()
+        pooled = moments.proportions @ moments.covariate_means
+        spread = np.sqrt(np.maximum(np.diag(cov_zz), 0.0))
+        constant = spread <= 1e-12 * np.abs(pooled)
+        if constant.any():
+            names = covariate_names or [str(j) for j in range(moments.n_covariates)]
+            listed = ", ".join(repr(n) for n, c in zip(names, constant, strict=True) if c)
+            return (
+                f"continuous sensitive feature(s) {listed} are constant on these rows: "
+                "there is no covariance with them to remove; drop them."
+            )
+    return None
 
 
 def _single_group_moments(X):
@@ -150,6 +223,13 @@ class FairPCABase(
     def _check_params(self):
         """Validate the hyper-parameters; called before any data is read."""
 
+    def _continuous_columns(self):
+        """The continuous columns of ``sensitive_features`` (None: all categorical).
+
+        Methods whose constraint is defined for continuous attributes override it.
+        """
+        return None
+
     def _set_group_blind_state(self):
         """Attributes of a group-blind fit: an exact eigen-solve, one step."""
         self.n_iter_, self.converged_ = 1, True
@@ -234,11 +314,13 @@ class FairPCABase(
         y : array-like of shape (n_samples,), default=None
             Target. Used only by methods whose fairness notion depends on it;
             ignored otherwise.
-        sensitive_features : array-like, dask.array.Array or Dask Series of shape (n_samples,)
+        sensitive_features : array-like or Dask collection, (n_samples,) or (n_samples, n_attr)
             Protected group of each row: numbers, strings or booleans, at least
-            two distinct values. If omitted, a ``UserWarning`` is issued and
-            group-blind PCA is fitted. With a Dask DataFrame ``X``, pass a Dask
-            column partitioned like ``X`` (e.g. of the same DataFrame).
+            two distinct values; or one column per attribute, the groups being
+            their intersections (methods with ``continuous_attributes`` may
+            declare some columns continuous). If omitted, a ``UserWarning`` is
+            issued and group-blind PCA is fitted. With a Dask DataFrame ``X``,
+            pass Dask columns partitioned like ``X`` (e.g. of the same DataFrame).
 
         Returns
         -------
@@ -263,12 +345,18 @@ class FairPCABase(
             )
             self._fit_moments(_single_group_moments(X), d, grouped=False)
             return self
-        groups, codes = check_sensitive_features(
-            sensitive_features, n_samples, min_groups=2, min_group_size=self._min_group_size
-        )
         if y is not None:
             y = _check_target(y, n_samples)
-        moments = GroupMoments._from_codes(X, codes, groups)
+        moments, codes, names = attribute_moments(
+            X,
+            sensitive_features,
+            self._continuous_columns(),
+            min_group_size=self._min_group_size,
+        )
+        problem = moments_problem(moments, names, self._min_group_size)
+        if problem:
+            raise ValueError(problem)
+        groups = moments.groups
         if self._moments_only:
             # Same route as Dask input and partial_fit: no centred copy of X.
             self._fit_moments(moments, d, grouped=True)
@@ -303,20 +391,22 @@ class FairPCABase(
         d = check_n_components(self.n_components, self.n_features_in_)
         grouped = sensitive_features is not None
         if grouped:
-            labels = _dask_labels(sensitive_features, X, da)
+            moments, labels, names = attribute_moments_dask(
+                X, sensitive_features, self._continuous_columns(), da
+            )
         else:
             warn(
                 f"{name}.fit was called without sensitive_features; fitting group-blind PCA. "
                 "Pass sensitive_features=... to fit a fair projection.",
                 UserWarning,
             )
-            labels = X[:, 0].map_blocks(functools.partial(np.zeros_like, dtype=np.intp))
-        moments = GroupMoments.from_dask(X, labels)
+            moments, labels = GroupMoments.from_dask(X, None), None
         if moments.n_samples < 2:
             raise ValueError(f"X has {moments.n_samples} row(s); {name} needs at least 2.")
         if grouped:
-            _check_n_groups(moments.groups)
-            _check_group_sizes(moments.groups, moments.counts, self._min_group_size)
+            problem = moments_problem(moments, names, self._min_group_size)
+            if problem:
+                raise ValueError(problem)
         self._grouped_moments = grouped
         self._fit_moments(moments, d, grouped, dask_input=(X, labels, y))
         return self
@@ -384,9 +474,11 @@ class FairPCABase(
                 "sensitive_features must be given in every partial_fit call or in none; "
                 f"earlier calls were {'with' if self._grouped_moments else 'without'} it."
             )
+        names = None
         if grouped:
-            groups, codes = check_sensitive_features(sensitive_features, X.shape[0])
-            part = GroupMoments._from_codes(X, codes, groups)
+            part, _, names = attribute_moments(
+                X, sensitive_features, self._continuous_columns(), min_groups=1
+            )
         else:
             warn(
                 f"{type(self).__name__}.partial_fit was called without sensitive_features; "
@@ -399,16 +491,16 @@ class FairPCABase(
                 part = self.moments_.merge(part)
             except TypeError as exc:
                 raise TypeError(
-                    f"sensitive_features of this chunk has labels of type {groups.dtype}, "
+                    f"sensitive_features of this chunk has labels of type {part.groups.dtype}, "
                     f"earlier chunks had {self.moments_.groups.dtype}; use one label type."
                 ) from exc
-        solvable = grouped and part.n_groups >= 2 and part.counts.min() >= self._min_group_size
+        problem = moments_problem(part, names, self._min_group_size) if grouped else None
+        solvable = grouped and problem is None
         if grouped and not solvable:
             warn(
-                f"{type(self).__name__}.partial_fit has seen groups "
-                f"{dict(zip(part.groups.tolist(), part.counts.tolist(), strict=True))} so far: "
-                f"a fair projection needs at least two groups of {self._min_group_size}+ rows. "
-                "Fitting group-blind PCA of the rows so far until more chunks arrive.",
+                f"{type(self).__name__}.partial_fit cannot fit a fair projection from the rows "
+                f"so far: {problem} Fitting group-blind PCA of the rows so far until more "
+                "chunks arrive.",
                 UserWarning,
             )
         self._fit_moments(part, d, solvable)

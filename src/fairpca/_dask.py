@@ -45,7 +45,10 @@ def _dask_rows(X, da):
 
 
 def _dask_labels(sensitive_features, X, da):
-    """Labels as a 1-D Dask array whose blocks line up with the row blocks of ``X``."""
+    """Labels (1-D, or 2-D with one column per attribute) as a Dask array in ``X``'s row blocks.
+
+    Also used for the continuous attributes, which must line up the same way.
+    """
     if sensitive_features is None:
         raise ValueError("sensitive_features is required: pass one group label per row of X.")
     labels = sensitive_features
@@ -66,23 +69,21 @@ def _dask_labels(sensitive_features, X, da):
         labels = da.from_array(labels, chunks=(X.chunks[0],) + labels.shape[1:])
     if labels.ndim == 2 and labels.shape[1] == 1:
         labels = labels[:, 0]
-    if labels.ndim != 1:
+    if labels.ndim not in (1, 2):
         raise ValueError(
-            f"sensitive_features must be 1-D with one label per row on Dask input, got shape "
-            f"{labels.shape}; for several attributes pass one combined label per row "
-            "(e.g. sex + '|' + race), or fit in memory or by partial_fit, which accept "
-            "one column per attribute."
+            "sensitive_features must be 1-D (one label per row) or 2-D (one column per "
+            f"attribute), got shape {labels.shape}."
         )
     known = not (np.isnan(X.shape[0]) or np.isnan(labels.shape[0]))
     if known:
         _check_label_length(labels.shape, X.shape[0])
-        return labels.rechunk((X.chunks[0],))
+        return labels.rechunk((X.chunks[0],) + ((-1,) if labels.ndim == 2 else ()))
     if labels.numblocks[0] != X.numblocks[0]:
         raise ValueError(
             f"X has {X.numblocks[0]} row blocks of unknown size but sensitive_features has "
             f"{labels.numblocks[0]}; partition them alike (e.g. take both from one DataFrame)."
         )
-    return labels
+    return labels.rechunk({1: -1}) if labels.ndim == 2 else labels
 
 
 def _check_label_length(shape, n_samples):
@@ -93,15 +94,19 @@ def _check_label_length(shape, n_samples):
         )
 
 
-def _block_moments(X_block, s_block, index):
-    """Moments of one row block (``None`` for an empty block)."""
+def _block_moments(X_block, s_block, index, z_block=None):
+    """Moments of one row block (``None`` for an empty block).
+
+    ``s_block`` None puts every row in one group; ``z_block`` holds the
+    block's continuous attributes, if any.
+    """
     from fairpca.moments import GroupMoments  # moments imports this module
 
     X_block = np.asarray(X_block)
-    if X_block.shape[0] == 0 and np.shape(s_block)[0] == 0:
+    if X_block.shape[0] == 0:
         return None
     try:
-        return GroupMoments.from_arrays(X_block, s_block)
+        return GroupMoments.from_arrays(X_block, s_block, z_block)
     except (ValueError, TypeError) as exc:
         raise type(exc)(f"row block {index}: {exc}") from exc
 

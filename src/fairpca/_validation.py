@@ -11,6 +11,8 @@ from sklearn.utils import check_array, check_scalar
 from sklearn.utils.validation import validate_data
 
 __all__ = [
+    "check_covariates",
+    "split_sensitive_features",
     "check_data",
     "check_estimator_data",
     "check_number",
@@ -304,6 +306,105 @@ def _encode_labels(labels):
     groups, codes = np.unique(labels, return_inverse=True)
     codes = codes.astype(np.intp, copy=False)
     return groups, codes, np.bincount(codes, minlength=len(groups))
+
+
+def split_sensitive_features(sensitive_features, continuous):
+    """Split an attribute table into its categorical and its continuous columns.
+
+    Parameters
+    ----------
+    sensitive_features : array-like, DataFrame, Series or Dask collection
+        One attribute (1-D) or one column per attribute (2-D).
+    continuous : None, bool or list of str or int
+        The continuous columns: none (None or False), all (True), or the listed
+        names (DataFrame) or positions (array).
+
+    Returns
+    -------
+    categorical : same kind as ``sensitive_features``, or None
+        The other columns (``sensitive_features`` itself when ``continuous`` is
+        None), None when every column is continuous.
+    covariates : same kind, or None
+        The continuous columns.
+    names : list of str or None
+        Names of the continuous columns, for messages.
+    """
+    if continuous is None or continuous is False or sensitive_features is None:
+        return sensitive_features, None, None
+    table = sensitive_features
+    if not hasattr(table, "ndim"):
+        table = np.asarray(table)
+    if table.ndim == 1:
+        if continuous is not True and list(continuous) not in ([0], [getattr(table, "name", 0)]):
+            raise ValueError(
+                f"continuous_attributes={continuous!r} does not name the single sensitive "
+                "attribute; use continuous_attributes=True."
+            )
+        return None, table, [str(getattr(table, "name", None) or 0)]
+    frame = hasattr(table, "columns")
+    columns = list(table.columns) if frame else list(range(table.shape[1]))
+    if continuous is True:
+        chosen = columns
+    else:
+        if isinstance(continuous, str | numbers.Integral) or not hasattr(continuous, "__iter__"):
+            raise TypeError(
+                "continuous_attributes must be None, True or a list of column "
+                f"{'names' if frame else 'positions'}, got {continuous!r}."
+            )
+        chosen = list(continuous)
+        unknown = [c for c in chosen if c not in columns]
+        if unknown or len(set(chosen)) < len(chosen):
+            raise ValueError(
+                f"continuous_attributes={chosen!r} must list distinct columns of "
+                f"sensitive_features, which are {columns!r}."
+            )
+    rest = [c for c in columns if c not in chosen]
+    if frame:
+        categorical = table[rest] if rest else None
+        return categorical, table[chosen], [str(c) for c in chosen]
+    categorical = table[:, rest] if rest else None
+    return categorical, table[:, chosen], [str(c) for c in chosen]
+
+
+def check_covariates(covariates, n_samples, names=None):
+    """Validate continuous sensitive attributes: a finite float array, one row per sample.
+
+    Parameters
+    ----------
+    covariates : array-like of shape (n_samples,) or (n_samples, n_covariates)
+        Numeric values of the continuous attributes.
+    n_samples : int
+        Number of rows of the data they go with.
+    names : list of str, default=None
+        Attribute names for messages (default: column positions).
+
+    Returns
+    -------
+    Z : ndarray of shape (n_samples, n_covariates), dtype float64
+    """
+    raise_if_non_numeric(covariates, "continuous sensitive features")
+    try:
+        Z = np.asarray(covariates, dtype=np.float64)
+    except (ValueError, TypeError) as exc:
+        raise TypeError(f"continuous sensitive features must be real numbers: {exc}") from exc
+    if Z.ndim == 1:
+        Z = Z[:, None]
+    if Z.ndim != 2:
+        raise ValueError(f"continuous sensitive features must be 1-D or 2-D, got shape {Z.shape}.")
+    if Z.shape[0] != n_samples:
+        raise ValueError(
+            f"continuous sensitive features have {Z.shape[0]} rows but X has {n_samples}; "
+            "they must have the same length."
+        )
+    names = [str(j) for j in range(Z.shape[1])] if names is None else names
+    finite = np.isfinite(Z).all(axis=0)
+    if not finite.all():
+        bad = ", ".join(repr(n) for n, ok in zip(names, finite, strict=True) if not ok)
+        raise ValueError(
+            f"continuous sensitive feature(s) {bad} contain NaN or infinite values; "
+            "impute or drop those rows first."
+        )
+    return Z
 
 
 def check_number(

@@ -24,7 +24,9 @@ removing what a linear model could learn about the groups.
 For a categorical attribute with proportions ``w_a`` and group means ``mu_a``,
 ``Sigma_XZ`` has columns ``w_a (mu_a - mu)``, so the eraser needs only the
 per-group moments (:class:`~fairpca.GroupMoments`): it fits on Dask collections
-in one pass and streams chunks through ``partial_fit``.
+in one pass and streams chunks through ``partial_fit``. A continuous attribute
+enters ``Z`` as its own values; its ``Sigma_XZ`` column is accumulated with
+the moments in the same pass.
 
 References
 ----------
@@ -37,14 +39,11 @@ import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from fairpca._base import transactional
-from fairpca._dask import _dask_labels, _dask_rows, _import_dask, _is_dask_collection
-from fairpca._validation import (
-    check_estimator_data,
-    check_sensitive_features,
-)
-from fairpca.mean_matching import _ATTRIBUTE_MODES, constraint_bases, mean_difference_basis
-from fairpca.moments import GroupMoments
+from fairpca._base import attribute_moments, attribute_moments_dask, moments_problem, transactional
+from fairpca._dask import _dask_rows, _import_dask, _is_dask_collection
+from fairpca._validation import check_estimator_data
+from fairpca._warnings import warn
+from fairpca.mean_matching import _ATTRIBUTE_MODES, constraint_bases, constraint_columns
 
 __all__ = ["LinearErasure", "leace_map"]
 
@@ -78,7 +77,7 @@ def leace_map(moments, attributes="intersectional"):
     whiten = (V / root) @ V.T
     unwhiten = (V * root) @ V.T
     # Columns spanning Sigma_XZ (scaled per column, which leaves the span unchanged).
-    cross = mean_difference_basis(moments, attributes)
+    cross = constraint_columns(moments, attributes)
     # In whitened coordinates the data have unit variance: scale 1 sets the rank tolerance.
     Q, _ = constraint_bases(whiten @ cross, scale=1.0)
     return unwhiten @ Q @ (Q.T @ whiten), Q.shape[1]
@@ -101,13 +100,20 @@ class LinearErasure(TransformerMixin, BaseEstimator):
         ``(n_samples, n_attributes)``): erase every intersection's mean
         difference, or only each attribute's (fewer directions). Ignored with
         one attribute.
+    continuous_attributes : None, bool or list of str or int, default=None
+        Which sensitive attributes are continuous: ``True`` for all, or column
+        names (DataFrame) or positions (array) of ``sensitive_features``. Their
+        values enter ``Z`` as they are (instead of one-hot), so the output has
+        zero covariance with them; the other columns give the groups, or all
+        rows form one group (``groups_ == [0]``) when there are none.
 
     Attributes
     ----------
     erasure_ : ndarray of shape (n_features, n_features)
         The map ``W^+ P W`` subtracted from the centred data.
     rank_ : int
-        Its rank: the number of independent group-mean differences removed.
+        Its rank: the number of independent directions of ``Sigma_XZ`` removed
+        (group-mean differences and continuous attributes).
     mean_ : ndarray of shape (n_features,)
         Pooled training mean.
     groups_ : ndarray of shape (n_groups,)
@@ -137,8 +143,9 @@ class LinearErasure(TransformerMixin, BaseEstimator):
     True
     """
 
-    def __init__(self, *, attributes="intersectional"):
+    def __init__(self, *, attributes="intersectional", continuous_attributes=None):
         self.attributes = attributes
+        self.continuous_attributes = continuous_attributes
 
     @transactional
     def fit(self, X, y=None, *, sensitive_features=None):
@@ -149,14 +156,19 @@ class LinearErasure(TransformerMixin, BaseEstimator):
         X : array-like, dask.array.Array or Dask DataFrame of shape (n_samples, n_features)
             Training data (numeric, finite).
         y : ignored
-        sensitive_features : array-like or Dask collection of shape (n_samples,)
-            Group label of each row; at least two groups.
+        sensitive_features : array-like or Dask collection, (n_samples,) or (n_samples, n_attr)
+            Group label of each row (at least two groups), or one column per
+            attribute (categorical ones give intersectional groups; see
+            ``continuous_attributes``).
 
         Returns
         -------
         self : LinearErasure
         """
-        moments = self._moments(X, sensitive_features, reset=True)
+        moments, names = self._moments(X, sensitive_features, reset=True)
+        problem = moments_problem(moments, names)
+        if problem:
+            raise ValueError(problem)
         self._fit_moments(moments)
         return self
 
@@ -168,13 +180,21 @@ class LinearErasure(TransformerMixin, BaseEstimator):
         rounding.
         """
         first = not hasattr(self, "moments_")
-        moments = self._moments(X, sensitive_features, reset=first, min_groups=1)
+        moments, names = self._moments(X, sensitive_features, reset=first, partial=True)
         if not first:
             moments = self.moments_.merge(moments)
-        self._fit_moments(moments, partial=True)
+        problem = moments_problem(moments, names)
+        if problem:
+            # Nothing to erase yet: the identity until the chunks define the attribute.
+            warn(
+                f"LinearErasure.partial_fit cannot erase from the rows so far: {problem} "
+                "The eraser is the identity until more chunks arrive.",
+                UserWarning,
+            )
+        self._fit_moments(moments, identity=problem is not None)
         return self
 
-    def _moments(self, X, sensitive_features, *, reset, min_groups=2):
+    def _moments(self, X, sensitive_features, *, reset, partial=False):
         if self.attributes not in _ATTRIBUTE_MODES:
             raise ValueError(
                 f"attributes must be one of {_ATTRIBUTE_MODES}, got {self.attributes!r}."
@@ -184,16 +204,18 @@ class LinearErasure(TransformerMixin, BaseEstimator):
                 "LinearErasure.fit needs sensitive_features: the group of each row "
                 "(there is nothing to erase without it)."
             )
+        continuous = self.continuous_attributes
         if _is_dask_collection(X) or _is_dask_collection(sensitive_features):
             _, da = _import_dask("LinearErasure.fit")
             X, _ = _dask_rows(X, da)
             self._check_n_features(X.shape[1], reset)
-            return GroupMoments.from_dask(X, _dask_labels(sensitive_features, X, da))
-        X = check_estimator_data(self, X, reset=reset, ensure_all_finite=False)
-        groups, codes = check_sensitive_features(
-            sensitive_features, X.shape[0], min_groups=min_groups
-        )
-        return GroupMoments._from_codes(X, codes, groups)
+            moments, _, names = attribute_moments_dask(X, sensitive_features, continuous, da)
+        else:
+            X = check_estimator_data(self, X, reset=reset, ensure_all_finite=False)
+            moments, _, names = attribute_moments(
+                X, sensitive_features, continuous, min_groups=1 if partial else 2
+            )
+        return moments, names
 
     def _check_n_features(self, n_features, reset):
         if reset:
@@ -204,10 +226,11 @@ class LinearErasure(TransformerMixin, BaseEstimator):
                 f"{self.n_features_in_}."
             )
 
-    def _fit_moments(self, moments, partial=False):
-        if moments.n_groups < 2 and not partial:
-            raise ValueError("sensitive_features must contain at least two groups.")
-        erasure, rank = leace_map(moments, self.attributes)
+    def _fit_moments(self, moments, identity=False):
+        if identity:
+            erasure, rank = np.zeros((moments.n_features,) * 2), 0
+        else:
+            erasure, rank = leace_map(moments, self.attributes)
         self.erasure_, self.rank_ = erasure, rank
         self.mean_ = moments.pooled_mean
         self.groups_ = moments.groups

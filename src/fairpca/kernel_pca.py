@@ -533,7 +533,8 @@ class FairKernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
             part = GroupMoments._from_codes(fmap.transform(X[lo:hi]), codes[lo:hi], label_set)
             moments = part if moments is None else moments.merge(part)
         # With one group (a group-blind fit) there is no constraint: kernel PCA.
-        components, self.n_constraints_, self.mean_gap_ = mean_matching_components(moments, d)
+        components, self.n_constraints_, gaps = mean_matching_components(moments, d)
+        self.mean_gap_ = gaps["mean_gap"]
         variance = np.einsum("rp,pq,rq->r", components, moments.covariance(), components)
         order = np.argsort(-variance, kind="stable")
         self.feature_map_ = fmap

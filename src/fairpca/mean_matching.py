@@ -19,6 +19,17 @@ with the smallest eigenvalues of ``sum_a w_a (N^T (C_a - C_w) N)^2`` (``C_w``
 the proportion-weighted mean of the group covariances ``C_a``), which reduces
 to Kleindessner's choice when ``k = 2``.
 
+Continuous sensitive attributes ``Z`` (e.g. age) have no groups; the linear
+notion of fairness is the same one LEACE uses for any attribute: zero
+cross-covariance ``V^T Cov(X, Z) = 0``, so that no linear function of the
+representation is correlated with ``Z`` [Belrose2023]_. For a one-hot
+categorical attribute this is exactly equal group means, so both kinds of
+attribute give constraint columns of one family: ``B = [B_groups, B_Z]`` with
+``B_groups`` the columns ``sqrt(w_a) (mu_a - mu)`` and
+``B_Z = Cov(X, Z) Cov(Z)^{-1/2}``. In both cases ``B B^T`` is the covariance
+of ``X`` explained linearly by the attribute (the between-group covariance,
+respectively the covariance of the least-squares fit of ``X`` on ``Z``).
+
 Everything is computed from :class:`~fairpca.GroupMoments`: the method fits
 on Dask collections and streams chunks with ``partial_fit``.
 
@@ -43,7 +54,8 @@ __all__ = [
     "MeanMatchingFairPCA",
     "attribute_mean_shifts",
     "constraint_bases",
-    "mean_difference_basis",
+    "constraint_columns",
+    "covariate_columns",
     "mean_matching_components",
     "null_space",
 ]
@@ -88,13 +100,33 @@ def attribute_mean_shifts(moments, attributes="intersectional"):
     return np.array(shifts), np.array(proportions)
 
 
-def mean_difference_basis(moments, attributes="intersectional"):
-    """Weighted mean differences ``sqrt(w_g) (mu_g - mu)`` as columns, shape (p, m).
+def constraint_columns(moments, attributes="intersectional"):
+    """The directions a linearly fair map must remove, as columns ``B``, shape (p, m + q).
 
-    ``g`` as in :func:`attribute_mean_shifts`. The weights make ``B B^T`` the
-    between-group covariance (summed over attributes when separate).
+    ``B = [B_groups, B_Z]``: the weighted mean differences ``sqrt(w_g) (mu_g - mu)``
+    (``g`` as in :func:`attribute_mean_shifts`) and :func:`covariate_columns`.
+    ``B B^T`` is the covariance of ``X`` explained linearly by the attributes
+    (for groups the between-group covariance, summed over attributes when
+    separate); ``span(B)`` is the span of ``Cov(X, [one-hot groups, Z])``.
     """
-    return _weighted_columns(*attribute_mean_shifts(moments, attributes))
+    groups = _weighted_columns(*attribute_mean_shifts(moments, attributes))
+    return np.concatenate((groups, covariate_columns(moments)), axis=1)
+
+
+def covariate_columns(moments):
+    """``Cov(X, Z) Cov(Z)^{-1/2}`` for the continuous attributes ``Z``, shape (p, q).
+
+    Columns in the units of ``X`` whatever the units of ``Z``; ``B_Z B_Z^T`` is
+    the covariance of the least-squares fit of ``X`` on ``Z``. Directions of
+    ``Z`` without variance (collinear attributes) are dropped, so ``q`` may be
+    smaller than the number of attributes; no attributes give ``q = 0``.
+    """
+    if moments.n_covariates == 0:
+        return np.zeros((moments.n_features, 0))
+    cov_xz, cov_zz = moments.cross_covariance()
+    values, vectors = np.linalg.eigh(cov_zz)
+    keep = values > _RANK_RTOL * values[-1]
+    return cov_xz @ (vectors[:, keep] / np.sqrt(values[keep]))
 
 
 def _weighted_columns(shifts, proportions):
@@ -172,13 +204,15 @@ def mean_matching_components(
     components : ndarray of shape (d, p)
         Orthonormal rows (in decreasing order of training variance).
     n_constraints : int
-        Independent mean differences removed (0 unless ``mean_penalty`` is inf).
-    mean_gap : float
-        Largest norm of a projected group-mean difference.
+        Independent constraint directions removed (0 unless ``mean_penalty`` is inf).
+    gaps : dict
+        ``"mean_gap"``: largest norm of a projected group-mean difference;
+        ``"covariance_gap"``: largest norm of ``V^T Cov(X, z_j) / sd(z_j)``
+        over the continuous attributes (0 without them).
     """
     covariance = moments.covariance()
-    shifts, proportions = attribute_mean_shifts(moments, attributes)
-    constraints = _weighted_columns(shifts, proportions)
+    shifts = attribute_mean_shifts(moments, attributes)[0]
+    constraints = constraint_columns(moments, attributes)
     scale = float(np.sqrt(max(np.trace(covariance), 0.0)))
     p = moments.n_features
     if np.isinf(mean_penalty):
@@ -187,10 +221,16 @@ def mean_matching_components(
         if d > free:
             raise ValueError(
                 f"n_components={d} is larger than the {free} dimensions left once the "
-                f"{rank} independent group-mean differences are removed from the "
+                f"{rank} independent directions of the group-mean differences and "
+                f"cross-covariances with continuous attributes are removed from the "
                 f"{p} features; use n_components <= {free}."
             )
         if covariance_rank is not None:
+            if moments.n_groups < 2:
+                raise ValueError(
+                    "covariance_rank needs at least two groups: with only continuous "
+                    "sensitive attributes there are no group covariances to match."
+                )
             if not d <= covariance_rank <= free:
                 raise ValueError(
                     f"covariance_rank={covariance_rank} must lie between "
@@ -201,8 +241,18 @@ def mean_matching_components(
     else:
         rank = 0
         components = top_eigh(covariance - mean_penalty * (constraints @ constraints.T), d)[1].T
+    return components, rank, constraint_gaps(moments, shifts, components)
+
+
+def constraint_gaps(moments, shifts, components):
+    """How far ``components`` are from the constraints; see :func:`mean_matching_components`."""
     mean_gap = float(np.max(np.linalg.norm(shifts @ components.T, axis=1)))
-    return components, rank, mean_gap
+    covariance_gap = 0.0
+    if moments.n_covariates:
+        cov_xz, cov_zz = moments.cross_covariance()
+        per_unit = (components @ cov_xz) / np.sqrt(np.diag(cov_zz))
+        covariance_gap = float(np.max(np.linalg.norm(per_unit, axis=0)))
+    return {"mean_gap": mean_gap, "covariance_gap": covariance_gap}
 
 
 class MeanMatchingFairPCA(FairPCABase):
@@ -242,22 +292,36 @@ class MeanMatchingFairPCA(FairPCABase):
         ``n_components <= covariance_rank <= p - r`` and ``mean_penalty=inf``.
         ``None``: mean matching only.
     attributes : {"intersectional", "separate"}, default="intersectional"
-        With several sensitive attributes (``sensitive_features`` of shape
-        ``(n_samples, n_attributes)``, the groups being the intersections):
-        ``"intersectional"`` equalises the mean of every intersection (e.g.
-        every sex x race cell); ``"separate"`` only the means of each
-        attribute's groups (every sex, every race), which removes fewer
-        dimensions. Ignored with one attribute.
+        With several categorical sensitive attributes (``sensitive_features``
+        of shape ``(n_samples, n_attributes)``, the groups being the
+        intersections): ``"intersectional"`` equalises the mean of every
+        intersection (e.g. every sex x race cell); ``"separate"`` only the
+        means of each attribute's groups (every sex, every race), which
+        removes fewer dimensions. Ignored with one categorical attribute.
+    continuous_attributes : None, bool or list of str or int, default=None
+        Which sensitive attributes are continuous (e.g. age): ``True`` for all,
+        or the column names (DataFrame) or positions (array) within
+        ``sensitive_features``. For them the constraint is zero
+        cross-covariance ``V^T Cov(X, z) = 0``: no linear function of the
+        representation correlates with ``z``. The other columns give the
+        groups as usual; with only continuous attributes all rows form one
+        group (``groups_ == [0]``). The cross-moments are accumulated with the
+        group moments, so Dask input and ``partial_fit`` work as with groups.
 
     Attributes
     ----------
     components_ : ndarray of shape (n_components, n_features)
         Orthonormal rows, sorted by the training variance they explain.
     n_constraints_ : int
-        Independent mean differences ``r`` removed (0 with ``mean_penalty=0``).
+        Independent constraint directions ``r`` removed: mean differences and
+        cross-covariances with continuous attributes (0 with ``mean_penalty=0``).
     mean_gap_ : float
         Largest norm of a projected mean difference ``||V^T (mu_a - mu)||`` on
         the training data (0 up to rounding with ``mean_penalty=inf``).
+    covariance_gap_ : float
+        Largest ``||V^T Cov(X, z_j)|| / sd(z_j)`` over the continuous attributes
+        on the training data, in the units of ``X`` (0 without them; 0 up to
+        rounding with ``mean_penalty=inf``).
     n_iter_, converged_ : int, bool
         1 and True: the solution is closed form.
     mean_, groups_, group_counts_, moments_, explained_variance_,
@@ -295,11 +359,16 @@ class MeanMatchingFairPCA(FairPCABase):
         mean_penalty=np.inf,
         covariance_rank=None,
         attributes="intersectional",
+        continuous_attributes=None,
     ):
         self.n_components = n_components
         self.mean_penalty = mean_penalty
         self.covariance_rank = covariance_rank
         self.attributes = attributes
+        self.continuous_attributes = continuous_attributes
+
+    def _continuous_columns(self):
+        return self.continuous_attributes
 
     def _check_params(self):
         penalty = self.mean_penalty
@@ -320,12 +389,13 @@ class MeanMatchingFairPCA(FairPCABase):
 
     def _fit_components(self, X, codes, moments, y, d):
         penalty = self._check_params()
-        components, self.n_constraints_, self.mean_gap_ = mean_matching_components(
+        components, self.n_constraints_, gaps = mean_matching_components(
             moments,
             d,
             mean_penalty=penalty,
             covariance_rank=self.covariance_rank,
             attributes=self.attributes,
         )
+        self.mean_gap_, self.covariance_gap_ = gaps["mean_gap"], gaps["covariance_gap"]
         self.n_iter_, self.converged_ = 1, True
         return components, None

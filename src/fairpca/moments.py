@@ -9,6 +9,11 @@ for data with a large offset (unlike raw sums of squares). Within one array,
 the pass sums cache-sized blocks of each group's rows around a common shift
 and centres afterwards, falling back to a second pass around each group's own
 mean when that would lose digits; it costs about one ``X^T X`` and no copy of X.
+
+Continuous sensitive attributes ``Z`` (covariates) ride along in the same
+pass: each group also keeps the mean of ``Z``, the cross-scatter
+``sum (x_i - mu_a)(z_i - zeta_a)^T`` and the scatter of ``Z``, merged by the
+same update, so ``Cov(X, Z)`` needs no second pass over the rows.
 """
 
 from dataclasses import dataclass
@@ -22,7 +27,7 @@ from fairpca._dask import (
     _import_dask,
     _merge_parts,
 )
-from fairpca._validation import check_data, check_sensitive_features
+from fairpca._validation import check_covariates, check_data, check_sensitive_features
 
 __all__ = ["GroupMoments"]
 
@@ -44,24 +49,36 @@ class GroupMoments:
         Group means.
     scatters : ndarray of shape (n_groups, n_features, n_features)
         ``scatters[a] = sum_{i in a} (x_i - means[a]) (x_i - means[a])^T``.
+    covariate_means : ndarray of shape (n_groups, n_covariates) or None
+        Group means ``zeta_a`` of the covariates ``Z`` (continuous attributes),
+        or None when there are none.
+    cross_scatters : ndarray of shape (n_groups, n_features, n_covariates) or None
+        ``sum_{i in a} (x_i - means[a]) (z_i - zeta_a)^T``.
+    covariate_scatters : ndarray of shape (n_groups, n_covariates, n_covariates) or None
+        ``sum_{i in a} (z_i - zeta_a) (z_i - zeta_a)^T``.
     """
 
     groups: np.ndarray
     counts: np.ndarray
     means: np.ndarray
     scatters: np.ndarray
+    covariate_means: np.ndarray | None = None
+    cross_scatters: np.ndarray | None = None
+    covariate_scatters: np.ndarray | None = None
 
     # ------------------------------------------------------------------ build
     @classmethod
-    def from_arrays(cls, X, sensitive_features):
+    def from_arrays(cls, X, sensitive_features, covariates=None):
         """Compute the moments of in-memory data.
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
             Numeric data without NaN or infinities.
-        sensitive_features : array-like of shape (n_samples,)
-            Group label of each row.
+        sensitive_features : array-like of shape (n_samples,) or None
+            Group label of each row; None puts every row in one group (label 0).
+        covariates : array-like of shape (n_samples, n_covariates), default=None
+            Continuous attributes ``Z`` whose cross-moments with ``X`` are kept.
 
         Returns
         -------
@@ -69,20 +86,52 @@ class GroupMoments:
         """
         # NaN and infinities are caught by the pass itself: no separate scan.
         X = check_data(X, "X", ensure_all_finite=False)
-        groups, codes = check_sensitive_features(sensitive_features, X.shape[0])
-        return cls._from_codes(X, codes, groups)
+        if sensitive_features is None:
+            groups, codes = np.array([0]), np.zeros(X.shape[0], dtype=np.intp)
+        else:
+            groups, codes = check_sensitive_features(sensitive_features, X.shape[0])
+        if covariates is not None:
+            covariates = check_covariates(covariates, X.shape[0])
+        return cls._from_codes(X, codes, groups, covariates)
 
     @classmethod
-    def _from_codes(cls, X, codes, groups):
+    def _from_codes(cls, X, codes, groups, covariates=None):
         """Moments of float data whose rows carry integer group codes.
 
         ``X`` may still hold NaN or infinities: the pass detects them and raises
         the same error as :func:`check_data`, so that callers need not scan ``X``
-        for them beforehand.
+        for them beforehand. ``covariates`` are validated float columns.
         """
         counts = np.bincount(codes, minlength=len(groups)).astype(np.int64)
-        means, scatters = _group_scatters(X, codes, counts)
-        return cls(groups, counts, means, scatters)
+        means, scatters = _group_scatters(X, codes, counts, covariates)
+        return cls._from_joint(groups, counts, means, scatters, X.shape[1])
+
+    @classmethod
+    def _from_joint(cls, groups, counts, means, scatters, n_features):
+        """Split moments of the joint rows ``[x, z]`` into those of ``X`` and of ``Z``."""
+        p = n_features
+        if means.shape[1] == p:
+            return cls(groups, counts, means, scatters)
+        return cls(
+            groups,
+            counts,
+            means[:, :p],
+            scatters[:, :p, :p],
+            means[:, p:],
+            scatters[:, :p, p:],
+            scatters[:, p:, p:],
+        )
+
+    def _joint(self):
+        """Means and scatters of the joint rows ``[x, z]`` (those of ``X`` without covariates)."""
+        if self.covariate_means is None:
+            return self.means, self.scatters
+        means = np.concatenate((self.means, self.covariate_means), axis=1)
+        top = np.concatenate((self.scatters, self.cross_scatters), axis=2)
+        bottom = np.concatenate(
+            (self.cross_scatters.transpose(0, 2, 1), self.covariate_scatters), axis=2
+        )
+        return means, np.concatenate((top, bottom), axis=1)
 
     @classmethod
     def from_chunks(cls, chunks):
@@ -121,7 +170,7 @@ class GroupMoments:
         return total
 
     @classmethod
-    def from_dask(cls, X, sensitive_features):
+    def from_dask(cls, X, sensitive_features, covariates=None):
         """Compute the moments of a Dask collection in one distributed pass.
 
         Each row block is reduced to its own ``GroupMoments`` on the workers;
@@ -134,10 +183,13 @@ class GroupMoments:
         ----------
         X : dask.array.Array or dask.dataframe.DataFrame of shape (n_samples, n_features)
             Numeric data. Array columns are rechunked to whole rows if needed.
-        sensitive_features : dask.array.Array, dask Series or array-like of shape (n_samples,)
-            Group labels. With row blocks of unknown size (e.g. from a Dask
-            DataFrame), pass a Dask collection with the same partitions, such as
-            a column of the same DataFrame.
+        sensitive_features : Dask collection or array-like, (n_samples,) or (n_samples, n_attr)
+            Group labels (one column per attribute: intersectional groups), or
+            None for one group. With row blocks of unknown size (e.g. from a
+            Dask DataFrame), pass a Dask collection with the same partitions,
+            such as columns of the same DataFrame.
+        covariates : Dask collection or array-like of shape (n_samples, n_covariates), default=None
+            Continuous attributes, aligned with ``X`` as the labels are.
 
         Returns
         -------
@@ -150,11 +202,16 @@ class GroupMoments:
         """
         dask, da = _import_dask("GroupMoments.from_dask")
         X, _ = _dask_rows(X, da)
-        labels = _dask_labels(sensitive_features, X, da)
-        x_blocks, s_blocks = X.to_delayed().ravel(), labels.to_delayed().ravel()
+        x_blocks = X.to_delayed().ravel()
+        n_blocks = len(x_blocks)
+        s_blocks = z_blocks = [None] * n_blocks
+        if sensitive_features is not None:
+            s_blocks = _dask_labels(sensitive_features, X, da).to_delayed().ravel()
+        if covariates is not None:
+            z_blocks = _dask_labels(covariates, X, da).to_delayed().ravel()
         parts = [
-            dask.delayed(_block_moments)(xb, sb, i)
-            for i, (xb, sb) in enumerate(zip(x_blocks, s_blocks, strict=True))
+            dask.delayed(_block_moments)(xb, sb, i, zb)
+            for i, (xb, sb, zb) in enumerate(zip(x_blocks, s_blocks, z_blocks, strict=True))
         ]
         while len(parts) > 1:
             parts = [
@@ -188,6 +245,11 @@ class GroupMoments:
             raise ValueError(
                 f"cannot merge moments over {self.n_features} and {other.n_features} features."
             )
+        if self.n_covariates != other.n_covariates:
+            raise ValueError(
+                f"cannot merge moments with {self.n_covariates} and {other.n_covariates} "
+                "continuous attributes."
+            )
         if (self.groups.dtype.kind in "US") != (other.groups.dtype.kind in "US"):
             # numpy would silently turn the numbers into strings.
             raise TypeError(
@@ -195,23 +257,24 @@ class GroupMoments:
                 f"{self.groups.dtype} and {other.groups.dtype}."
             )
         groups = np.union1d(self.groups, other.groups)
-        p = self.n_features
+        width = self.n_features + self.n_covariates
         counts = np.zeros(len(groups), dtype=np.int64)
-        means = np.zeros((len(groups), p))
-        scatters = np.zeros((len(groups), p, p))
+        means = np.zeros((len(groups), width))
+        scatters = np.zeros((len(groups), width, width))
         for src in (self, other):
             idx = np.searchsorted(groups, src.groups)
+            src_means, src_scatters = src._joint()
             for j, a in enumerate(idx):
                 n1, n2 = counts[a], src.counts[j]
                 if n2 == 0:
                     continue
                 n = n1 + n2
-                delta = src.means[j] - means[a]
+                delta = src_means[j] - means[a]
                 # Chan et al.'s pairwise update of mean and scatter.
                 means[a] = means[a] + delta * (n2 / n)
-                scatters[a] = scatters[a] + src.scatters[j] + np.outer(delta, delta) * (n1 * n2 / n)
+                scatters[a] = scatters[a] + src_scatters[j] + np.outer(delta, delta) * (n1 * n2 / n)
                 counts[a] = n
-        return GroupMoments(groups, counts, means, scatters)
+        return GroupMoments._from_joint(groups, counts, means, scatters, self.n_features)
 
     # ------------------------------------------------------------ quantities
     @property
@@ -223,6 +286,11 @@ class GroupMoments:
     def n_features(self):
         """Number of features."""
         return self.means.shape[1]
+
+    @property
+    def n_covariates(self):
+        """Number of continuous attributes (covariates) tracked; 0 without them."""
+        return 0 if self.covariate_means is None else self.covariate_means.shape[1]
 
     @property
     def n_samples(self):
@@ -276,6 +344,26 @@ class GroupMoments:
         """Covariance of all rows around the pooled mean (divisor n), shape (p, p)."""
         return np.einsum("a,aij->ij", self.proportions, self.second_moment("pooled"))
 
+    def cross_covariance(self):
+        """Pooled covariances of ``X`` with the covariates and of the covariates.
+
+        Returns
+        -------
+        cov_xz : ndarray of shape (n_features, n_covariates)
+            ``(1/n) sum_i (x_i - mu)(z_i - zeta)^T`` over all rows, ``zeta`` the
+            pooled covariate mean.
+        cov_zz : ndarray of shape (n_covariates, n_covariates)
+            ``(1/n) sum_i (z_i - zeta)(z_i - zeta)^T``.
+        """
+        if self.covariate_means is None:
+            raise ValueError("these moments track no continuous attributes (covariates).")
+        w, n = self.proportions, self.n_samples
+        dx = self.means - self.pooled_mean
+        dz = self.covariate_means - w @ self.covariate_means
+        cov_xz = self.cross_scatters.sum(axis=0) / n + (dx * w[:, None]).T @ dz
+        cov_zz = self.covariate_scatters.sum(axis=0) / n + (dz * w[:, None]).T @ dz
+        return cov_xz, cov_zz
+
 
 # ------------------------------------------------------------ the row pass
 # Rows per block of the pass: blocks of about 2 MiB keep the copies in cache,
@@ -289,7 +377,7 @@ _MIN_BLOCK_ROWS = 1024
 _MAX_CANCELLATION = 100.0
 
 
-def _group_scatters(X, codes, counts):
+def _group_scatters(X, codes, counts, covariates=None):
     """Means and centred scatter matrices of each group, in one pass over ``X`` as a rule.
 
     Block by block, each group's rows are copied (a cache-sized copy, never a
@@ -308,19 +396,26 @@ def _group_scatters(X, codes, counts):
         Group code of each row.
     counts : ndarray of shape (n_groups,)
         Rows per code.
+    covariates : ndarray of shape (n_samples, n_covariates) or None
+        Finite continuous attributes ``Z``; the moments are then those of the
+        joint rows ``[x_i, z_i]`` (``Z`` is appended block by block, not copied
+        whole).
 
     Returns
     -------
-    means : ndarray of shape (n_groups, n_features)
-    scatters : ndarray of shape (n_groups, n_features, n_features)
+    means : ndarray of shape (n_groups, n_features + n_covariates)
+    scatters : ndarray of shape (n_groups, n_features + n_covariates, n_features + n_covariates)
         Zero for groups without rows.
     """
-    n_groups, n_features = len(counts), X.shape[1]
+    width = X.shape[1] + (0 if covariates is None else covariates.shape[1])
+    n_groups = len(counts)
     present = np.flatnonzero(counts)
     shift = _rough_shift(X)
-    grams = np.zeros((n_groups, n_features, n_features))
-    sums = np.zeros((n_groups, n_features))
-    grams[present], sums[present] = _block_sums(X, codes, present, shift)
+    if covariates is not None:
+        shift = np.concatenate((shift, _rough_shift(covariates)))
+    grams = np.zeros((n_groups, width, width))
+    sums = np.zeros((n_groups, width))
+    grams[present], sums[present] = _block_sums(X, codes, present, shift, covariates)
     diagonals = np.diagonal(grams, axis1=1, axis2=2)
     if not np.isfinite(diagonals).all():
         _raise_non_finite(X)
@@ -334,7 +429,7 @@ def _group_scatters(X, codes, counts):
         cancellation = diagonals.max(axis=1) / np.diagonal(scatters, axis1=1, axis2=2).max(axis=1)
     redo = np.array([a for a in present if not cancellation[a] <= _MAX_CANCELLATION], np.intp)
     if len(redo):
-        grams, sums = _block_sums(X, codes, redo, means[redo])
+        grams, sums = _block_sums(X, codes, redo, means[redo], covariates)
         delta = sums / counts[redo][:, None]
         means[redo] += delta
         scatters[redo] = grams - counts[redo][:, None, None] * delta[:, :, None] * delta[:, None, :]
@@ -359,7 +454,7 @@ def _rough_shift(X):
     return mean
 
 
-def _block_sums(X, codes, groups, shifts):
+def _block_sums(X, codes, groups, shifts, covariates=None):
     """Shifted sums and Gram matrices of the rows of some groups, block by block.
 
     Parameters
@@ -368,17 +463,21 @@ def _block_sums(X, codes, groups, shifts):
     codes : ndarray of shape (n_samples,)
     groups : ndarray of shape (n_listed,)
         Codes of the groups to sum.
-    shifts : ndarray of shape (n_features,) or (n_listed, n_features)
+    shifts : ndarray of shape (width,) or (n_listed, width)
         The point ``s`` subtracted from the rows: common, or one per listed group.
+    covariates : ndarray of shape (n_samples, n_covariates) or None
+        Columns appended to each block of ``X``: the rows summed are then
+        ``[x_i, z_i]`` and ``width = n_features + n_covariates``.
 
     Returns
     -------
-    grams : ndarray of shape (n_listed, n_features, n_features)
+    grams : ndarray of shape (n_listed, width, width)
         ``sum (x_i - s)(x_i - s)^T`` over the rows of each listed group.
-    sums : ndarray of shape (n_listed, n_features)
+    sums : ndarray of shape (n_listed, width)
         ``sum (x_i - s)`` over the same rows.
     """
-    n, p = X.shape
+    n = X.shape[0]
+    p = X.shape[1] + (0 if covariates is None else covariates.shape[1])
     rows = max(_BLOCK_BYTES // (8 * p), _MIN_BLOCK_ROWS)
     ones = np.ones(min(rows, n))
     grams, sums = np.zeros((len(groups), p, p)), np.zeros((len(groups), p))
@@ -386,6 +485,8 @@ def _block_sums(X, codes, groups, shifts):
     with np.errstate(over="ignore", invalid="ignore"):
         for start in range(0, n, rows):
             block, block_codes = X[start : start + rows], codes[start : start + rows]
+            if covariates is not None:
+                block = np.concatenate((block, covariates[start : start + rows]), axis=1)
             for j, a in enumerate(groups):
                 selected = block.take(np.flatnonzero(block_codes == a), axis=0)
                 if shifts[j] is not None:
