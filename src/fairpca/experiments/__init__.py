@@ -22,6 +22,9 @@ assembled from the paper modules (``fairpca reproduce --list``):
 - ``kamani-figures``: Kamani et al. (arXiv 1911.04931), Figures 2, 3, 6 and 8
   (:mod:`~fairpca.experiments.papers.kamani`).
 
+:mod:`fairpca.experiments.held_out` checks the linear guarantee of the
+mean-matching methods on held-out Adult rows (sex x race groups).
+
 :func:`plan`, :func:`execute`, :func:`run`, :func:`summarise`,
 :func:`to_markdown`, :func:`write_report` and :func:`reference` run them and
 compare with the papers' numbers (the engine, ``fairpca.experiments._engine``).

@@ -1,0 +1,71 @@
+"""The linear guarantee on held-out real rows: Adult with sex and with sex x race groups."""
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from sklearn.decomposition import PCA
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import balanced_accuracy_score
+
+from fairpca import FairKernelPCA, LinearErasure, MeanMatchingFairPCA
+from fairpca.experiments.held_out import adult_intersections, linear_guarantee_report
+
+FAIR = ("MeanMatchingFairPCA", "LinearErasure", "FairKernelPCA")
+
+
+@pytest.fixture(scope="module")
+def adult():
+    return adult_intersections()
+
+
+def _estimators():
+    return {
+        "PCA": PCA(n_components=10),
+        "MeanMatchingFairPCA": MeanMatchingFairPCA(n_components=10),
+        "LinearErasure": LinearErasure(),
+        "FairKernelPCA": FairKernelPCA(n_components=10, method="approx", random_state=0),
+    }
+
+
+@pytest.mark.requires_data("adult")
+def test_adult_preparation(adult):
+    assert adult.X_train.shape == (30162, 103) and adult.X_test.shape == (15060, 103)
+    assert adult.s_train.shape == (30162, 2) and adult.n_dropped == 3620
+    cells = {tuple(row) for row in adult.s_train.tolist()}
+    assert len(cells) == 10 and ("Female", "Other") in cells
+    np.testing.assert_allclose(adult.X_train.mean(0), 0, atol=1e-10)
+
+
+@pytest.mark.requires_data("adult")
+@pytest.mark.parametrize("attributes", ["sex x race", "sex"])
+def test_held_out_groups_not_linearly_predictable(adult, attributes):
+    split = (
+        adult
+        if attributes == "sex x race"
+        else replace(adult, s_train=adult.s_train[:, 0], s_test=adult.s_test[:, 0])
+    )
+    report = linear_guarantee_report(_estimators(), split)
+    chance = report["chance"].iloc[0]
+    assert chance == (0.1 if attributes == "sex x race" else 0.5)
+    for name in FAIR:
+        assert abs(report.loc[name, "group_balanced_accuracy"] - chance) <= 0.02, report
+        assert report.loc[name, "train_score_gap"] < 1e-8, report
+    assert report.loc["PCA", "group_balanced_accuracy"] > chance + 0.3, report
+    assert report.loc["PCA", "train_score_gap"] > 1.0, report
+
+
+@pytest.mark.requires_data("adult")
+def test_report_agrees_with_a_direct_computation(adult):
+    """The report's PCA row, recomputed here with the groups as joined strings."""
+    report = linear_guarantee_report({"PCA": PCA(n_components=10)}, adult)
+    pca = PCA(n_components=10).fit(adult.X_train)
+    train, test = pca.transform(adult.X_train), pca.transform(adult.X_test)
+    cells_train = np.char.add(np.char.add(adult.s_train[:, 0], "/"), adult.s_train[:, 1])
+    cells_test = np.char.add(np.char.add(adult.s_test[:, 0], "/"), adult.s_test[:, 1])
+    model = LogisticRegression(max_iter=1000).fit(train, cells_train)
+    expected = balanced_accuracy_score(cells_test, model.predict(test))
+    assert report.loc["PCA", "group_balanced_accuracy"] == pytest.approx(expected, abs=1e-12)
+    target = LogisticRegression(max_iter=1000).fit(train, adult.y_train).predict(test)
+    rates = [target[cells_test == c].mean() for c in np.unique(cells_test)]
+    assert report.loc["PCA", "target_delta_dp"] == pytest.approx(max(rates) - min(rates))
