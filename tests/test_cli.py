@@ -12,7 +12,7 @@ from sklearn.preprocessing import StandardScaler
 from fairpca.cli import cli
 from fairpca.compare import compare_methods
 from fairpca.datasets import make_gaussian_groups
-from fairpca.metrics import group_reconstruction_error
+from fairpca.metrics import group_reconstruction_error, group_separability
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -24,9 +24,26 @@ def test_compare_numbers_are_the_metrics_of_the_split():
     assert comparison.unavailable == {} and comparison.stopped == {}
     assert list(table.index) == list(comparison.estimators)
     assert (table["fit_seconds"] > 0).all()
-    # The converged column is each fitted estimator's converged_ (PCA: closed form).
+    # The converged column is each fitted estimator's converged_; the closed-form
+    # methods without one count as converged.
+    closed_form = {"PCA", "FairKernelPCA", "LinearErasure"}
+    assert closed_form <= set(table.index)
     for name, est in comparison.estimators.items():
-        assert table.loc[name, "converged"] == getattr(est, "converged_", name == "PCA")
+        assert table.loc[name, "converged"] == getattr(est, "converged_", name in closed_form)
+    # Representation-only methods: the metrics of transform(X), no reconstruction.
+    Xt_all = comparison.split.X_test
+    for name in ("FairKernelPCA", "LinearErasure"):
+        assert np.isnan(table.loc[name, "reconstruction_error"])
+        assert (
+            table.loc[name, "n_components"]
+            == comparison.estimators[name].transform(Xt_all).shape[1]
+        )
+    assert table.loc["LinearErasure", "n_components"] == X.shape[1]
+    assert table.loc["LinearErasure", "group_separability"] == pytest.approx(
+        group_separability(
+            Xt_all, comparison.split.s_test, comparison.estimators["LinearErasure"], random_state=0
+        )
+    )
     # Recompute PCA's row independently from the same split.
     X_tr, X_te, s_tr, s_te = train_test_split(X, s, test_size=0.3, stratify=s, random_state=0)
     scaler = StandardScaler().fit(X_tr)

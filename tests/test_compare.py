@@ -58,13 +58,19 @@ class _StopsEarly(_Balanced):
         return super()._fit_components(X, codes, moments, y, d)
 
 
+def _use_methods(monkeypatch, classes):
+    """Compare only ``classes`` (besides PCA)."""
+    monkeypatch.setattr("fairpca.all_estimators", lambda: classes)
+    monkeypatch.setattr("fairpca.compare._other_fair_transformers", lambda: [])
+
+
 @pytest.fixture
 def data():
     return make_gaussian_groups(n_samples=300, random_state=3, return_target=True)
 
 
 def test_budget_stops_a_slow_method_and_keeps_the_others(monkeypatch, data):
-    monkeypatch.setattr("fairpca.all_estimators", lambda: [_Slow, _Balanced])
+    _use_methods(monkeypatch, [_Slow, _Balanced])
     X, s, y = data
     messages = []
     start = time.perf_counter()
@@ -75,7 +81,7 @@ def test_budget_stops_a_slow_method_and_keeps_the_others(monkeypatch, data):
     assert list(comparison.table.index) == ["PCA", "_Balanced"]
     assert "[2/3] _Slow stopped at the time budget of 1.5 s" in messages
     # A fit in a child process gives the same estimator as one in this process.
-    monkeypatch.setattr("fairpca.all_estimators", lambda: [_Balanced])
+    _use_methods(monkeypatch, [_Balanced])
     plain = compare_methods(X, s, y)
     np.testing.assert_array_equal(
         comparison.estimators["_Balanced"].components_, plain.estimators["_Balanced"].components_
@@ -84,25 +90,25 @@ def test_budget_stops_a_slow_method_and_keeps_the_others(monkeypatch, data):
 
 def test_budget_child_reissues_warnings_and_reraises_errors(monkeypatch, data):
     X, s, y = data
-    monkeypatch.setattr("fairpca.all_estimators", lambda: [_Warns])
+    _use_methods(monkeypatch, [_Warns])
     with pytest.warns(ConvergenceWarning, match="stopped early"):
         comparison = compare_methods(X, s, y, time_budget=60)
     assert "_Warns" in comparison.estimators
-    monkeypatch.setattr("fairpca.all_estimators", lambda: [_Fails])
+    _use_methods(monkeypatch, [_Fails])
     with pytest.raises(np.linalg.LinAlgError, match="solver broke"):
         compare_methods(X, s, y, time_budget=60)
 
 
 @pytest.mark.parametrize("budget", [0, -1.0, float("nan"), float("inf"), "10", True])
 def test_bad_budget_is_refused_before_any_fit(monkeypatch, data, budget):
-    monkeypatch.setattr("fairpca.all_estimators", lambda: [_Slow])
+    _use_methods(monkeypatch, [_Slow])
     X, s, y = data
     with pytest.raises((ValueError, TypeError), match="time_budget"):
         compare_methods(X, s, y, time_budget=budget)
 
 
 def test_cli_reports_progress_times_and_the_stopped_method(monkeypatch, tmp_path):
-    monkeypatch.setattr("fairpca.all_estimators", lambda: [_Balanced, _Slow])
+    _use_methods(monkeypatch, [_Balanced, _Slow])
     out = tmp_path / "report"
     result = CliRunner().invoke(
         cli, ["compare", "--time-budget", "1", "-d", "1", "--output", str(out)]
@@ -122,7 +128,7 @@ def test_cli_reports_progress_times_and_the_stopped_method(monkeypatch, tmp_path
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_compare_reports_methods_that_did_not_converge(monkeypatch, tmp_path):
-    monkeypatch.setattr("fairpca.all_estimators", lambda: [_Balanced, _StopsEarly])
+    _use_methods(monkeypatch, [_Balanced, _StopsEarly])
     out = tmp_path / "report"
     result = CliRunner().invoke(cli, ["compare", "--output", str(out)])
     assert result.exit_code == 0, result.output
@@ -134,7 +140,7 @@ def test_compare_reports_methods_that_did_not_converge(monkeypatch, tmp_path):
     assert md.splitlines()[0].endswith("| converged | fit_seconds |")
     assert md.count("Did not converge: _StopsEarly (") == 1
     # Without such a method there is no note.
-    monkeypatch.setattr("fairpca.all_estimators", lambda: [_Balanced])
+    _use_methods(monkeypatch, [_Balanced])
     result = CliRunner().invoke(cli, ["compare"])
     assert result.exit_code == 0, result.output
     assert "converged: PCA yes, _Balanced yes" in result.output
@@ -142,7 +148,7 @@ def test_compare_reports_methods_that_did_not_converge(monkeypatch, tmp_path):
 
 
 def test_compare_fits_every_fair_estimator(monkeypatch):
-    monkeypatch.setattr("fairpca.all_estimators", lambda: [_Balanced, _NeedsExtra])
+    _use_methods(monkeypatch, [_Balanced, _NeedsExtra])
     X, s, y = make_gaussian_groups(n_samples=400, random_state=2, return_target=True)
     comparison = compare_methods(X, s, y, n_components=2, random_state=0)
     table, unavailable = comparison.table, comparison.unavailable
@@ -162,7 +168,7 @@ def test_compare_fits_every_fair_estimator(monkeypatch):
 
 
 def test_cli_output_is_checked_before_computing_and_written_whole(monkeypatch, tmp_path):
-    monkeypatch.setattr("fairpca.all_estimators", lambda: [_Balanced])
+    _use_methods(monkeypatch, [_Balanced])
     fits = []
     original = _Balanced._fit_components
     monkeypatch.setattr(
@@ -187,7 +193,7 @@ def test_cli_output_is_checked_before_computing_and_written_whole(monkeypatch, t
     assert [p.name for p in out.iterdir()] == ["mine.txt"]
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
     monkeypatch.undo()
-    monkeypatch.setattr("fairpca.all_estimators", lambda: [_Balanced])
+    _use_methods(monkeypatch, [_Balanced])
     result = CliRunner().invoke(cli, ["compare", "-d", "1", "--force", "--output", str(out)])
     assert result.exit_code == 0, result.output
     assert {"mine.txt", "comparison.csv", "comparison.md", "communality.png"} <= {

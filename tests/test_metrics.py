@@ -760,3 +760,28 @@ def test_optional_dependencies_not_imported_and_errors_name_extras(monkeypatch):
     monkeypatch.setitem(sys.modules, "fairlearn.metrics", None)
     with pytest.raises(ImportError, match=r"fairpca\[fairness\]"):
         _import_fairlearn_metrics()
+
+
+def test_representation_metrics_accept_any_fitted_transformer():
+    """mmd2, separability and the report read transform(X) of a non-projection."""
+    from fairpca import FairKernelPCA, LinearErasure
+    from fairpca.metrics import group_separability, mmd2, report
+
+    X, s = make_gaussian_groups(n_samples=400, n_features=5, random_state=7)
+    erasure = LinearErasure().fit(X, sensitive_features=s)
+    kernel = FairKernelPCA(n_components=2, random_state=0).fit(X, sensitive_features=s)
+    for est in (erasure, kernel):
+        Z = est.transform(X)
+        # The same numbers through the array route, on the representation itself.
+        identity = np.eye(Z.shape[1])
+        assert mmd2(X, s, est, bandwidth=1.3) == pytest.approx(
+            mmd2(Z, s, identity, bandwidth=1.3), rel=1e-12
+        )
+        assert group_separability(X, s, est, random_state=0) == pytest.approx(
+            group_separability(Z, s, identity, random_state=0), rel=1e-12
+        )
+    table = report(X, s, {"kernel": kernel, "erasure": erasure}, random_state=0)
+    assert table["reconstruction_error"].isna().all()
+    assert table.loc["kernel", "n_components"] == 2 and table.loc["erasure", "n_components"] == 5
+    with pytest.raises(NotFittedError):
+        mmd2(X, s, LinearErasure())

@@ -230,3 +230,17 @@ def test_reproduction_plot_puts_four_metrics_on_a_grid():
     assert [ax.get_xlabel().split(":")[0] for ax in axes] == metrics
     positions = {(round(ax.get_position().x0, 2), round(ax.get_position().y0, 2)) for ax in axes}
     assert len(positions) == 4 and len({x for x, _ in positions}) == 2
+
+
+def test_tradeoff_leaves_out_and_names_methods_without_quality():
+    import pandas as pd
+
+    table = pd.DataFrame(
+        {"explained_variance_ratio": [0.5, 0.4, np.nan], "mmd2": [0.3, 0.1, 0.01]},
+        index=["PCA", "Fair", "LinearErasure"],
+    )
+    fig = plot_tradeoff(table, ["mmd2"])
+    (ax,) = fig.axes
+    assert "not shown" in fig._suptitle.get_text() and "LinearErasure" in fig._suptitle.get_text()
+    labels = ax.get_legend_handles_labels()[1]
+    assert "LinearErasure" not in labels and {"PCA", "Fair"} <= set(labels)

@@ -129,7 +129,13 @@ def _write_outputs(comparison, output, fairness_columns, progress):
     by_d = group_errors_by_d(comparison, progress=progress)
     by_d.to_csv(output / "group_errors_by_d.csv", index=False)
     written.append("group_errors_by_d.csv")
-    fitted = comparison.estimators
+    # The biplot and the communality are about components; LinearErasure keeps
+    # every feature and has none.
+    fitted = {
+        name: est
+        for name, est in comparison.estimators.items()
+        if "n_components" in est.get_params()
+    }
     figures = [
         ("tradeoff.png", lambda: plot_tradeoff(table, fairness_columns)),
         ("group_errors.png", lambda: plot_group_errors(table)),

@@ -61,23 +61,38 @@ class Comparison:
     time_budget: float | None = None
 
 
-def make_methods(n_components, random_state):
+def make_methods(n_components, random_state, *, projections_only=False):
     """Every method to compare at its default hyper-parameters, keyed by display name.
 
-    Group-blind :class:`sklearn.decomposition.PCA` comes first as the reference,
-    then every estimator of :func:`fairpca.all_estimators`.
+    Group-blind :class:`sklearn.decomposition.PCA` comes first as the
+    reference, then every estimator of :func:`fairpca.all_estimators`, then
+    :class:`~fairpca.FairKernelPCA` and :class:`~fairpca.LinearErasure` (left
+    out with ``projections_only``: they are not linear projections with a
+    rank-``d`` reconstruction; LinearErasure keeps every feature and has no
+    ``n_components``).
     """
     from sklearn.decomposition import PCA
 
     import fairpca
 
+    classes = list(fairpca.all_estimators())
+    if not projections_only:
+        classes += _other_fair_transformers()
     methods = {"PCA": PCA(n_components=n_components, random_state=random_state)}
-    for cls in fairpca.all_estimators():
-        kwargs = {"n_components": n_components}
-        if "random_state" in cls().get_params():
+    for cls in classes:
+        params = cls().get_params()
+        kwargs = {"n_components": n_components} if "n_components" in params else {}
+        if "random_state" in params:
             kwargs["random_state"] = random_state
         methods[cls.__name__] = cls(**kwargs)
     return methods
+
+
+def _other_fair_transformers():
+    """The fair transformers besides the projections of :func:`fairpca.all_estimators`."""
+    import fairpca
+
+    return [fairpca.FairKernelPCA, fairpca.LinearErasure]
 
 
 def _fit(estimator, X, s, y):
@@ -145,9 +160,11 @@ def _fit_all(split, n_components, random_state, time_budget, progress, *, skip_i
 
     Returns the fitted estimators, their fit times in seconds, the methods not
     available (name -> reason) and those stopped at the budget (name -> budget).
-    With ``skip_infeasible`` a method whose fit raises ValueError is left out.
+    With ``skip_infeasible`` (the refits at other dimensions) a method whose
+    fit raises ValueError is left out, and so are the methods that are not
+    linear projections.
     """
-    methods = make_methods(n_components, random_state)
+    methods = make_methods(n_components, random_state, projections_only=skip_infeasible)
     fitted, seconds, unavailable, stopped = {}, {}, {}, {}
     for i, (name, est) in enumerate(methods.items(), start=1):
         step = f"[{i}/{len(methods)}] {name}" + (
@@ -323,7 +340,8 @@ def group_errors_by_d(comparison, *, max_d_values=MAX_D_VALUES, progress=None):
     ``comparison.n_components`` its fitted estimators are reused. A method
     whose defaults are infeasible at some d (e.g. ConvexFairPCA's ``delta``),
     that is unavailable or that exceeds the comparison's time budget has no
-    point at that d.
+    point at that d. Methods that are not linear projections (FairKernelPCA,
+    LinearErasure) have no reconstruction error and are left out.
 
     Returns
     -------
@@ -334,6 +352,7 @@ def group_errors_by_d(comparison, *, max_d_values=MAX_D_VALUES, progress=None):
     import pandas as pd
 
     from fairpca.metrics import group_reconstruction_error
+    from fairpca.metrics._projection import is_linear_projection
 
     split, d0 = comparison.split, comparison.n_components
     time_budget = comparison.time_budget
@@ -342,7 +361,11 @@ def group_errors_by_d(comparison, *, max_d_values=MAX_D_VALUES, progress=None):
     rows = []
     for d in dims:
         if d == d0:
-            models = comparison.estimators
+            models = {
+                name: est
+                for name, est in comparison.estimators.items()
+                if is_linear_projection(est)
+            }
         else:
             models = _fit_all(
                 split, d, comparison.random_state, time_budget, progress, skip_infeasible=True

@@ -53,11 +53,15 @@ def plot_tradeoff(table, fairness_columns, quality_column="explained_variance_ra
     Returns
     -------
     fig : matplotlib.figure.Figure
-        Non-dominated methods (the Pareto front) are ringed and joined.
+        Non-dominated methods (the Pareto front) are ringed and joined. Methods
+        whose ``quality_column`` is NaN are left out and named in the title.
     """
     columns = [c for c in fairness_columns if c in table.columns]
     if not columns:
         raise ValueError(f"none of fairness_columns {list(fairness_columns)} is in the table.")
+    # Methods without the quality measure (e.g. no reconstruction) cannot be placed.
+    missing = table.index[table[quality_column].isna()]
+    table = table.drop(index=missing)
     fig = _figure(figsize=(4.8 * len(columns), 4.2), layout="tight")
     axes = fig.subplots(1, len(columns), squeeze=False)
     quality = table[quality_column].to_numpy(dtype=float)
@@ -78,7 +82,10 @@ def plot_tradeoff(table, fairness_columns, quality_column="explained_variance_ra
         ax.set_ylabel(f"{quality_column} (fraction)")
         ax.grid(alpha=0.3)
     axes[0][0].legend(fontsize="small", loc="best")
-    fig.suptitle("Quality against fairness, one marker per method")
+    title = "Quality against fairness, one marker per method"
+    if len(missing):
+        title += f"\n(not shown, no {quality_column}: {', '.join(map(str, missing))})"
+    fig.suptitle(title)
     return fig
 
 

@@ -11,7 +11,7 @@ import numpy as np
 from scipy.stats import ks_2samp
 
 from fairpca._validation import check_data, check_sensitive_features
-from fairpca.metrics._projection import _labels, _project, _resolve_projection
+from fairpca.metrics._projection import _labels, _representation
 
 
 def _import_fairlearn_metrics():
@@ -92,7 +92,9 @@ def group_separability(
     sensitive_features : array-like of shape (n_samples,)
         Group label of each row.
     projection : estimator or array-like of shape (n_components, n_features)
-        See :func:`group_reconstruction_error`.
+        See :func:`group_reconstruction_error`; any other fitted transformer
+        (e.g. FairKernelPCA, LinearErasure) is also accepted, its
+        representation being ``transform(X)``.
     classifier : {"logistic", "linear_svm"} or estimator, default="logistic"
         ``"logistic"``: :class:`~sklearn.linear_model.LogisticRegression`;
         ``"linear_svm"``: :class:`~sklearn.svm.LinearSVC`; or any classifier
@@ -125,8 +127,7 @@ def group_separability(
     groups, codes = check_sensitive_features(
         sensitive_features, X.shape[0], min_groups=2, min_group_size=n_splits or 1
     )
-    components, scales, mean, _ = _resolve_projection(projection, X)
-    Z = _project(X, components, scales, mean)
+    Z, _ = _representation(projection, X)
     best = 0.0
     for a, b in combinations(range(len(groups)), 2):
         mask = (codes == a) | (codes == b)
@@ -205,7 +206,9 @@ def downstream_fairness(
     sensitive_features : array-like of shape (n_samples,)
         Group label of each row; every group needs both classes of ``y``.
     projection : estimator or array-like of shape (n_components, n_features)
-        See :func:`group_reconstruction_error`.
+        See :func:`group_reconstruction_error`; any other fitted transformer
+        (e.g. FairKernelPCA, LinearErasure) is also accepted, its
+        representation being ``transform(X)``.
     classifier : {"rbf_svm", "linear_svm"} or estimator, default="rbf_svm"
         ``"rbf_svm"``: ``sklearn.svm.SVC(kernel="rbf")``; ``"linear_svm"``:
         ``sklearn.svm.LinearSVC``; or any scikit-learn classifier (cloned).
@@ -236,7 +239,7 @@ def downstream_fairness(
     X = check_data(X, "X")
     groups, codes = check_sensitive_features(sensitive_features, X.shape[0], min_groups=2)
     y01 = _check_binary_y(y, X.shape[0], pos_label)
-    components, scales, mean, _ = _resolve_projection(projection, X)
+    Z, _ = _representation(projection, X)
     splitter, n_splits = _make_cv(cv, random_state)
     if n_splits is not None:
         class_counts = np.bincount(y01, minlength=2)
@@ -253,7 +256,6 @@ def downstream_fairness(
                 "equal opportunity and equalised odds need both classes in every group."
             )
     flm = _import_fairlearn_metrics()
-    Z = _project(X, components, scales, mean)
     pred = cross_val_predict(model, Z, y01, cv=splitter)
     return {
         "accuracy": float(np.mean(pred == y01)),

@@ -16,7 +16,7 @@ from fairpca._validation import (
     check_number,
     check_sensitive_features,
 )
-from fairpca.metrics._projection import _project, _resolve_projection
+from fairpca.metrics._projection import _representation
 
 
 def _check_bandwidth(bandwidth):
@@ -99,7 +99,9 @@ def mmd2(
     sensitive_features : array-like of shape (n_samples,)
         Group label of each row.
     projection : estimator or array-like of shape (n_components, n_features)
-        See :func:`group_reconstruction_error`.
+        See :func:`group_reconstruction_error`; any other fitted transformer
+        (e.g. FairKernelPCA, LinearErasure) is also accepted, its
+        representation being ``transform(X)``.
     bandwidth : float, default=None
         RBF bandwidth ``sigma``; by default ``mmd_bandwidth(X, d)`` with ``d``
         the projection's target dimension (the median heuristic of Lee et al.
@@ -135,13 +137,15 @@ def mmd2(
         raise ValueError(f"method must be 'exact' or 'rff', got {method!r}.")
     X = check_data(X, "X")
     groups, codes = check_sensitive_features(sensitive_features, X.shape[0], min_groups=2)
-    components, scales, mean, d = _resolve_projection(projection, X)
     block_size = check_number(block_size, "block_size", minimum=1)
-    if bandwidth is None:
-        bandwidth = mmd_bandwidth(X, d, random_state=random_state)
-    bandwidth = _check_bandwidth(bandwidth)
     D = check_number(n_random_features, "n_random_features", minimum=1)
-    Z = _project(X, components, scales, mean)
+    if bandwidth is not None:
+        bandwidth = _check_bandwidth(bandwidth)
+    Z, d = _representation(projection, X)
+    if bandwidth is None:
+        bandwidth = _check_bandwidth(
+            mmd_bandwidth(X, min(d, X.shape[1]), random_state=random_state)
+        )
     parts = [Z[codes == a] for a in range(len(groups))]
     return _max_pairwise_mmd2(
         parts,

@@ -4,6 +4,10 @@ A projection is a fitted fair-PCA estimator, a fitted sklearn PCA or a
 components array with orthonormal rows (see :mod:`fairpca.metrics`);
 :func:`_resolve_projection` turns any of them into plain arrays, and the
 helpers compute representations, residuals and per-group means from those.
+Metrics of the representation alone (MMD², group separability, downstream
+fairness) also accept any other fitted transformer, such as
+:class:`~fairpca.FairKernelPCA` or :class:`~fairpca.LinearErasure`, through
+:func:`_representation`.
 """
 
 import numbers
@@ -163,6 +167,45 @@ def _resolve_projection(projection, X=None, *, n_components=None, name="projecti
     else:
         d = check_n_components(n_components, p)
     return components, scales, mean, d
+
+
+def is_linear_projection(projection):
+    """Whether ``projection`` is a linear projection the reconstruction metrics can read.
+
+    True for component arrays and for estimators with ``components_`` and
+    ``mean_`` (fair-PCA estimators, sklearn PCA, fitted or not); False for a
+    fitted transformer without them (e.g. FairKernelPCA, whose components live
+    in a feature space, or LinearErasure, which keeps every feature), whose
+    representation is whatever ``transform`` returns.
+    """
+    if not (hasattr(projection, "fit") and hasattr(projection, "transform")):
+        return True
+    if hasattr(projection, "components_") and hasattr(projection, "mean_"):
+        return True
+    try:
+        check_is_fitted(projection)
+    except NotFittedError:
+        return True  # _resolve_projection reports it
+    return False
+
+
+def _representation(projection, X, name="projection"):
+    """The representation of ``X`` and its dimension: ``(Z, d)``.
+
+    A linear projection gives ``((X - mean) @ U.T) * sqrt(scales)`` and its
+    target dimension; any other fitted transformer gives ``transform(X)`` and
+    its number of columns.
+    """
+    if is_linear_projection(projection):
+        components, scales, mean, d = _resolve_projection(projection, X, name=name)
+        return _project(X, components, scales, mean), d
+    Z = np.asarray(projection.transform(X), dtype=np.float64)
+    if Z.ndim != 2 or Z.shape[0] != X.shape[0] or not np.all(np.isfinite(Z)):
+        raise ValueError(
+            f"{name} ({type(projection).__name__}).transform must return a finite 2-D array "
+            f"with one row per row of X; got shape {Z.shape}."
+        )
+    return Z, Z.shape[1]
 
 
 def _labels(groups):

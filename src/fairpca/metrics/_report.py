@@ -7,7 +7,14 @@ import numpy as np
 from fairpca._validation import check_data, check_sensitive_features
 from fairpca.metrics._classifier import _check_binary_y, downstream_fairness, group_separability
 from fairpca.metrics._mmd import _check_bandwidth, mmd2, mmd_bandwidth
-from fairpca.metrics._projection import _group_means, _labels, _resolve_projection, _row_errors
+from fairpca.metrics._projection import (
+    _group_means,
+    _labels,
+    _representation,
+    _resolve_projection,
+    _row_errors,
+    is_linear_projection,
+)
 from fairpca.metrics._reconstruction import _optimal_group_errors, explained_variance_ratio
 
 
@@ -19,6 +26,53 @@ def _import_pandas():
             'fairpca.metrics.report needs pandas; install it with pip install "fairpca[datasets]".'
         ) from exc
     return pd
+
+
+_RECONSTRUCTION_COLUMNS = (
+    "explained_variance_ratio",
+    "reconstruction_error",
+    "reconstruction_error_gap",
+    "max_marginal_loss",
+    "max_disparity_error",
+    "mean_disparity_error",
+    "max_abs_pairwise_disparity_error",
+)
+
+
+def _reconstruction_columns(X, codes, labels, projection, resolved, optimal):
+    """The reconstruction-based columns of one linear projection.
+
+    ``optimal`` caches the groups' own optimal errors by ``(d, centre)``;
+    the per-group columns come back under the key ``"_per_group"``.
+    """
+    components, scales, mean, d = resolved
+    row_err = _row_errors(X, components, scales, mean)
+    group_err, counts = _group_means(row_err, codes, len(labels))
+    key = (d, mean.tobytes())
+    if key not in optimal:
+        optimal[key] = _optimal_group_errors(X, codes, len(labels), mean, d)
+    loss_values = group_err - optimal[key]
+    group_err = dict(zip(labels, group_err.tolist(), strict=True))
+    losses = dict(zip(labels, loss_values.tolist(), strict=True))
+    disp = dict(zip(labels, (loss_values * counts).tolist(), strict=True))
+    pairs = [disp[a] - disp[b] for a, b in combinations(labels, 2)]
+    per_group = {}
+    for prefix, values in (
+        ("reconstruction_error", group_err),
+        ("marginal_loss", losses),
+        ("disparity_error", disp),
+    ):
+        per_group.update({f"{prefix}[{g}]": v for g, v in values.items()})
+    return {
+        "explained_variance_ratio": explained_variance_ratio(X, projection),
+        "reconstruction_error": float(row_err.mean()),
+        "reconstruction_error_gap": max(group_err.values()) - min(group_err.values()),
+        "max_marginal_loss": max(losses.values()),
+        "max_disparity_error": max(disp.values()),
+        "mean_disparity_error": float(np.mean(list(disp.values()))),
+        "max_abs_pairwise_disparity_error": max(abs(v) for v in pairs),
+        "_per_group": per_group,
+    }
 
 
 def report(
@@ -69,7 +123,11 @@ def report(
         per-group ``reconstruction_error[g]``, ``marginal_loss[g]`` and
         ``disparity_error[g]``, and with ``y`` ``accuracy``,
         ``demographic_parity_difference``, ``equal_opportunity_difference``,
-        ``equalized_odds_difference``.
+        ``equalized_odds_difference``. For a transformer that is not a linear
+        projection of ``X`` (FairKernelPCA, LinearErasure) the reconstruction
+        columns (from ``explained_variance_ratio`` to the per-group
+        ``disparity_error[g]``) are NaN: there is no rank-``d`` reconstruction
+        to measure; ``n_components`` is its number of output columns.
     """
     pd = _import_pandas()
     if not isinstance(projections, dict) or not projections:
@@ -80,13 +138,18 @@ def report(
     X = check_data(X, "X")
     groups, codes = check_sensitive_features(sensitive_features, X.shape[0], min_groups=2)
     labels = _labels(groups)
-    resolved = {}
+    resolved, dims = {}, {}
     for name, proj in projections.items():
-        resolved[name] = _resolve_projection(proj, X, name=f"projections[{name!r}]")
+        label = f"projections[{name!r}]"
+        if is_linear_projection(proj):
+            resolved[name] = _resolve_projection(proj, X, name=label)
+            dims[name] = resolved[name][3]
+        else:
+            dims[name] = _representation(proj, X, name=label)[1]
     if y is not None:
         _check_binary_y(y, X.shape[0], None)
     if bandwidth is None:
-        first_d = next(iter(resolved.values()))[3]
+        first_d = next(iter(r[3] for r in resolved.values()), min(*dims.values(), X.shape[1]))
         bandwidth = mmd_bandwidth(X, first_d, random_state=random_state)
     bandwidth = _check_bandwidth(bandwidth)
 
@@ -95,37 +158,24 @@ def report(
     optimal = {}
     rows = {}
     for name, proj in projections.items():
-        components, scales, mean, d = resolved[name]
-        row_err = _row_errors(X, components, scales, mean)
-        group_err, counts = _group_means(row_err, codes, len(groups))
-        key = (d, mean.tobytes())
-        if key not in optimal:
-            optimal[key] = _optimal_group_errors(X, codes, len(groups), mean, d)
-        loss_values = group_err - optimal[key]
-        group_err = dict(zip(labels, group_err.tolist(), strict=True))
-        losses = dict(zip(labels, loss_values.tolist(), strict=True))
-        disp = dict(zip(labels, (loss_values * counts).tolist(), strict=True))
-        pairs = [disp[a] - disp[b] for a, b in combinations(labels, 2)]
-        row = {
-            "n_components": d,
-            "explained_variance_ratio": explained_variance_ratio(X, proj),
-            "reconstruction_error": float(row_err.mean()),
-            "reconstruction_error_gap": max(group_err.values()) - min(group_err.values()),
-            "max_marginal_loss": max(losses.values()),
-            "max_disparity_error": max(disp.values()),
-            "mean_disparity_error": float(np.mean(list(disp.values()))),
-            "max_abs_pairwise_disparity_error": max(abs(v) for v in pairs),
-            "mmd2": mmd2(X, sensitive_features, proj, bandwidth=bandwidth),
-            "group_separability": group_separability(
-                X, sensitive_features, proj, cv=cv, random_state=random_state
-            ),
-        }
-        for g, v in group_err.items():
-            row[f"reconstruction_error[{g}]"] = v
-        for g, v in losses.items():
-            row[f"marginal_loss[{g}]"] = v
-        for g, v in disp.items():
-            row[f"disparity_error[{g}]"] = v
+        row = {"n_components": dims[name]}
+        if name in resolved:
+            row.update(_reconstruction_columns(X, codes, labels, proj, resolved[name], optimal))
+        else:
+            row.update(dict.fromkeys(_RECONSTRUCTION_COLUMNS, np.nan))
+        row.update(
+            {
+                "mmd2": mmd2(X, sensitive_features, proj, bandwidth=bandwidth),
+                "group_separability": group_separability(
+                    X, sensitive_features, proj, cv=cv, random_state=random_state
+                ),
+            }
+        )
+        if name in resolved:
+            row.update(row.pop("_per_group"))
+        else:
+            for prefix in ("reconstruction_error", "marginal_loss", "disparity_error"):
+                row.update({f"{prefix}[{g}]": np.nan for g in labels})
         if y is not None:
             row.update(
                 downstream_fairness(
