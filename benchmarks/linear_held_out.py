@@ -47,7 +47,11 @@ def main():
     for title, split in settings.items():
         report = linear_guarantee_report(_estimators(), split)
         print(f"### {title}\n")
-        print(report.round(4).to_string())
+        print(
+            report.to_string(
+                float_format="{:.4f}".format, formatters={"train_score_gap": "{:.1e}".format}
+            )
+        )
         print()
 
 
