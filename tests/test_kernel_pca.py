@@ -346,3 +346,52 @@ def test_pipeline_with_metadata_routing():
     )
     np.testing.assert_allclose(Z, direct.transform(StandardScaler().fit_transform(X)), atol=1e-12)
     assert _group_mean_gaps(Z, s).max() < 1e-10 * np.abs(Z).max()
+
+
+# ---------------------------------------------------------------------- Dask
+
+
+@pytest.mark.parametrize("kernel", ["rbf", "laplacian"])
+def test_dask_input_equals_the_in_memory_approximate_fit(kernel):
+    da = pytest.importorskip("dask.array")
+    X, s = _data(n=1500, k=3, seed=4)
+    params = {"n_components": 3, "kernel": kernel, "method": "approx", "random_state": 0}
+    ref = FairKernelPCA(n_random_features=100, **params).fit(X, sensitive_features=s)
+    lazy = FairKernelPCA(n_random_features=100, **{**params, "method": "auto"}).fit(
+        da.from_array(X, chunks=(400, 5)), sensitive_features=da.from_array(s, chunks=400)
+    )
+    assert lazy.method_ == "approx" and list(lazy.groups_) == list(ref.groups_)
+    assert lazy.gamma_ == pytest.approx(ref.gamma_, rel=1e-12)
+    Z_ref, Z_lazy = ref.transform(X), lazy.transform(X)
+    # Equal up to the sign of each column (eigenvector signs are arbitrary).
+    signs = np.sign(np.sum(Z_ref * Z_lazy, axis=0))
+    np.testing.assert_allclose(Z_lazy * signs, Z_ref, atol=1e-10 * np.abs(Z_ref).max())
+    np.testing.assert_allclose(lazy.explained_variance_, ref.explained_variance_, rtol=1e-10)
+
+
+def test_dask_dataframe_with_two_attributes():
+    dd = pytest.importorskip("dask.dataframe")
+    import pandas as pd
+
+    X, s = _data(n=1200, k=2, seed=5)
+    rng = np.random.default_rng(5)
+    frame = pd.DataFrame(X, columns=[f"x{j}" for j in range(5)])
+    frame["sex"], frame["site"] = s, rng.choice(["a", "b"], size=len(s))
+    lazy_frame = dd.from_pandas(frame, npartitions=3)
+    columns = [f"x{j}" for j in range(5)]
+    est = FairKernelPCA(n_components=2, n_random_features=64, random_state=0)
+    est.fit(lazy_frame[columns], sensitive_features=lazy_frame[["sex", "site"]])
+    assert list(est.feature_names_in_) == columns and len(est.groups_) == 4
+    Z = est.transform(frame[columns])
+    cells = frame["sex"].astype(str) + frame["site"]
+    means = np.array([Z[(cells == c).to_numpy()].mean(0) for c in cells.unique()])
+    np.testing.assert_allclose(means - means.mean(0), 0, atol=1e-9 * np.abs(Z).max())
+
+
+def test_dask_exact_is_refused_before_any_pass():
+    da = pytest.importorskip("dask.array")
+    X, s = _data(n=200)
+    est = FairKernelPCA(method="exact")
+    with pytest.raises(ValueError, match='for Dask input use method="approx"'):
+        est.fit(da.from_array(X, chunks=50), sensitive_features=s)
+    assert not hasattr(est, "n_features_in_")

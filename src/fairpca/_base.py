@@ -140,6 +140,18 @@ def moments_problem(moments, covariate_names=None, min_group_size=1):
     return None
 
 
+def record_dask_features(estimator, n_features, columns):
+    """Set ``n_features_in_`` (and ``feature_names_in_``) of a fit on Dask input.
+
+    Same rule as scikit-learn: names are kept when every column name is a string.
+    """
+    estimator.n_features_in_ = int(n_features)
+    if columns is not None and all(isinstance(c, str) for c in columns):
+        estimator.feature_names_in_ = np.asarray(columns, dtype=object)
+    else:
+        estimator.__dict__.pop("feature_names_in_", None)
+
+
 def _single_group_moments(X):
     """Moments of all rows of ``X`` as one group (for group-blind fits)."""
     return GroupMoments._from_codes(X, np.zeros(X.shape[0], dtype=np.intp), np.array([0]))
@@ -382,12 +394,7 @@ class FairPCABase(
             )
         _, da = _import_dask(f"{name}.fit")
         X, columns = _dask_rows(X, da)
-        self.n_features_in_ = int(X.shape[1])
-        # Same rule as scikit-learn: names are kept when every column name is a string.
-        if columns is not None and all(isinstance(c, str) for c in columns):
-            self.feature_names_in_ = np.asarray(columns, dtype=object)
-        else:
-            self.__dict__.pop("feature_names_in_", None)
+        record_dask_features(self, X.shape[1], columns)
         d = check_n_components(self.n_components, self.n_features_in_)
         grouped = sensitive_features is not None
         if grouped:

@@ -39,7 +39,13 @@ import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from fairpca._base import attribute_moments, attribute_moments_dask, moments_problem, transactional
+from fairpca._base import (
+    attribute_moments,
+    attribute_moments_dask,
+    moments_problem,
+    record_dask_features,
+    transactional,
+)
 from fairpca._dask import _dask_rows, _import_dask, _is_dask_collection
 from fairpca._validation import check_estimator_data
 from fairpca._warnings import warn
@@ -207,8 +213,14 @@ class LinearErasure(TransformerMixin, BaseEstimator):
         continuous = self.continuous_attributes
         if _is_dask_collection(X) or _is_dask_collection(sensitive_features):
             _, da = _import_dask("LinearErasure.fit")
-            X, _ = _dask_rows(X, da)
-            self._check_n_features(X.shape[1], reset)
+            X, columns = _dask_rows(X, da)
+            if reset:
+                record_dask_features(self, X.shape[1], columns)
+            elif X.shape[1] != self.n_features_in_:
+                raise ValueError(
+                    f"X has {X.shape[1]} features, but LinearErasure was fitted with "
+                    f"{self.n_features_in_}."
+                )
             moments, _, names = attribute_moments_dask(X, sensitive_features, continuous, da)
         else:
             X = check_estimator_data(self, X, reset=reset, ensure_all_finite=False)
@@ -216,15 +228,6 @@ class LinearErasure(TransformerMixin, BaseEstimator):
                 X, sensitive_features, continuous, min_groups=1 if partial else 2
             )
         return moments, names
-
-    def _check_n_features(self, n_features, reset):
-        if reset:
-            self.n_features_in_ = n_features
-        elif n_features != self.n_features_in_:
-            raise ValueError(
-                f"X has {n_features} features, but LinearErasure was fitted with "
-                f"{self.n_features_in_}."
-            )
 
     def _fit_moments(self, moments, identity=False):
         if identity:

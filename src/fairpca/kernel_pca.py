@@ -71,10 +71,19 @@ from sklearn.metrics.pairwise import pairwise_kernels
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
-from fairpca._base import forget_fit, transactional
+from fairpca._base import forget_fit, record_dask_features, transactional
+from fairpca._dask import (
+    _dask_labels,
+    _dask_rows,
+    _gather_rows,
+    _import_dask,
+    _is_dask_collection,
+)
 from fairpca._kernels import _bandwidth_rows, _median_bandwidth, _qmc_frequencies, _rff_features
 from fairpca._linalg import top_eigh
 from fairpca._validation import (
+    _check_group_sizes,
+    _check_n_groups,
     check_estimator_data,
     check_number,
     check_sensitive_features,
@@ -274,7 +283,14 @@ class FairKernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
         ``"exact"``: the ``n x n`` Gram matrix (memory ``O(n^2)``; refused
         above ``max_exact_samples`` rows). ``"approx"``: the linear problem on
         an explicit feature map, in memory ``O(D^2 k)`` whatever ``n``.
-        ``"auto"``: exact up to ``max_exact_samples`` rows, approximate above.
+        ``"auto"``: exact up to ``max_exact_samples`` rows, approximate above,
+        and always approximate on Dask input (a Dask array or DataFrame, with
+        labels aligned as for the other estimators): two passes over the
+        blocks (counts and mean, then the group moments of the features) and
+        the few thousand rows of the median rule or the landmarks are read.
+        There is no ``partial_fit``: the feature map (bandwidth, landmarks,
+        centre) depends on all rows, so a streamed fit would depend on the
+        chunk order.
     max_exact_samples : int, default=5000
         Most training rows of the exact method (5000 rows take 200 MB per
         ``n x n`` matrix).
@@ -410,15 +426,19 @@ class FairKernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
         """``X`` for ``transform``: numeric, finite, with the fitted features and names."""
         return check_estimator_data(self, X, reset=False)
 
-    def _kernel_gamma(self, X, seed):
-        """The kernel coefficient: given, the median rule (RBF) or sklearn's default."""
+    def _kernel_gamma(self, n_samples, n_features, read_rows, seed):
+        """The kernel coefficient: given, the median rule (RBF) or sklearn's default.
+
+        ``read_rows(indices)`` returns those rows of the training data (the
+        median rule reads at most ``_BANDWIDTH_ROWS`` of them).
+        """
         if "gamma" not in _KERNEL_PARAMS[self.kernel]:
             return None
         if self.gamma is not None:
             return float(self.gamma)
         if self.kernel != "rbf":
-            return 1.0 / X.shape[1]
-        rows = X[_bandwidth_rows(X.shape[0], _BANDWIDTH_ROWS, seed)]
+            return 1.0 / n_features
+        rows = read_rows(_bandwidth_rows(n_samples, _BANDWIDTH_ROWS, seed))
         try:
             sigma = _median_bandwidth(rows)
         except ValueError:
@@ -471,6 +491,9 @@ class FairKernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
         """Fit; return the training representation (exact) or None (approximate)."""
         d = self._check_params()
         forget_fit(self)
+        if _is_dask_collection(X) or _is_dask_collection(sensitive_features):
+            self._fit_dask(X, sensitive_features, d)
+            return None
         X = check_estimator_data(self, X, reset=True, min_samples=2)
         n = X.shape[0]
         if sensitive_features is None:
@@ -492,11 +515,68 @@ class FairKernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
         self.method_, self.n_components_ = method, d
         self.groups_ = groups
         self.group_counts_ = None if groups is None else counts
-        self.gamma_ = self._kernel_gamma(X, seeds[0])
+        self.gamma_ = self._kernel_gamma(n, X.shape[1], X.__getitem__, seeds[0])
         if method == "exact":
             return self._fit_exact(X, codes, counts, d, seeds[2])
-        self._fit_approx(X, codes, groups, d, seeds[1])
+        fmap = self._feature_map(n, X.mean(axis=0), X.__getitem__, seeds[1])
+        label_set = np.zeros(1, dtype=np.intp) if groups is None else np.arange(len(groups))
+        moments = None
+        for lo, hi in _blocks(X.shape[0], 8 * self._n_approx_features(n)):
+            part = GroupMoments._from_codes(fmap.transform(X[lo:hi]), codes[lo:hi], label_set)
+            moments = part if moments is None else moments.merge(part)
+        self._solve_approx(fmap, moments, d)
         return None
+
+    def _fit_dask(self, X, sensitive_features, d):
+        """Approximate fit on Dask input: two passes over the blocks, a few thousand rows read.
+
+        The first pass gives the group counts and the pooled mean; the rows of
+        the median rule (and Nystroem's landmarks) are then read as in memory,
+        and the second pass accumulates the group moments of the features
+        block by block on the workers.
+        """
+        import dask
+
+        _, da = _import_dask("FairKernelPCA.fit")
+        if self.method == "exact":
+            raise ValueError(
+                'method="exact" needs the n x n Gram matrix in memory; for Dask input use '
+                'method="approx" (or "auto", which chooses it).'
+            )
+        X, columns = _dask_rows(X, da)
+        record_dask_features(self, X.shape[1], columns)
+        labels = None
+        if sensitive_features is None:
+            warn(
+                f"{type(self).__name__}.fit was called without sensitive_features; fitting "
+                "group-blind kernel PCA. Pass sensitive_features=... to fit a fair projection.",
+                UserWarning,
+            )
+        else:
+            labels = _dask_labels(sensitive_features, X, da)
+        moments = GroupMoments.from_dask(X, labels)
+        n = moments.n_samples
+        if labels is not None:
+            _check_n_groups(moments.groups)
+            _check_group_sizes(moments.groups, moments.counts, 2)
+        self._check_dimension(d, "approx", n, moments.n_groups)
+        sizes = (labels if labels is not None else X[:, 0]).to_delayed().ravel()
+        counts = dask.compute([dask.delayed(len)(block) for block in sizes])[0]
+        bounds = np.concatenate([[0], np.cumsum(counts)])
+
+        def read_rows(rows):
+            order = np.argsort(rows)
+            taken = _gather_rows(X, bounds, rows[order])
+            return taken[np.argsort(order)]
+
+        seeds = check_random_state(self.random_state).randint(np.iinfo(np.int32).max, size=3)
+        self.method_, self.n_components_ = "approx", d
+        self.groups_ = moments.groups if labels is not None else None
+        self.group_counts_ = moments.counts if labels is not None else None
+        self.gamma_ = self._kernel_gamma(n, X.shape[1], read_rows, seeds[0])
+        fmap = self._feature_map(n, moments.pooled_mean, read_rows, seeds[1])
+        features = GroupMoments.from_dask(X, labels, transform=fmap.transform)
+        self._solve_approx(fmap, features, d)
 
     def _fit_exact(self, X, codes, counts, d, seed):
         K = self._pairwise(X, None, self.gamma_)
@@ -510,28 +590,37 @@ class FairKernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
         self.explained_variance_ = (Z**2).mean(axis=0)
         return Z
 
-    def _fit_approx(self, X, codes, groups, d, seed):
+    def _n_approx_features(self, n):
+        return (
+            2 * self.n_random_features if self.kernel == "rbf" else min(self.n_random_features, n)
+        )
+
+    def _feature_map(self, n, mean, read_rows, seed):
+        """The approximate feature map: random Fourier features (RBF) or Nystroem.
+
+        ``mean`` centres the Fourier features (which only changes their phases);
+        Nystroem's landmarks are the rows ``read_rows`` returns for its own
+        random choice.
+        """
         if self.kernel == "rbf":
             bandwidth = np.sqrt(0.5 / self.gamma_)
-            frequencies = _qmc_frequencies(X.shape[1], self.n_random_features, bandwidth, seed)
-            fmap = _FourierFeatures(X.mean(axis=0), frequencies)
-            width = 2 * self.n_random_features
-        else:
-            from sklearn.kernel_approximation import Nystroem
+            frequencies = _qmc_frequencies(len(mean), self.n_random_features, bandwidth, seed)
+            return _FourierFeatures(mean, frequencies)
+        from sklearn.kernel_approximation import Nystroem
 
-            params = {"gamma": self.gamma_, "degree": self.degree, "coef0": self.coef0}
-            width = min(self.n_random_features, X.shape[0])
-            fmap = Nystroem(
-                kernel=self.kernel,
-                n_components=width,
-                random_state=seed,
-                **{name: params[name] for name in _KERNEL_PARAMS[self.kernel]},
-            ).fit(X)
-        label_set = np.zeros(1, dtype=np.intp) if groups is None else np.arange(len(groups))
-        moments = None
-        for lo, hi in _blocks(X.shape[0], 8 * width):
-            part = GroupMoments._from_codes(fmap.transform(X[lo:hi]), codes[lo:hi], label_set)
-            moments = part if moments is None else moments.merge(part)
+        params = {"gamma": self.gamma_, "degree": self.degree, "coef0": self.coef0}
+        width = self._n_approx_features(n)
+        # The rows Nystroem picks from all n rows with this seed.
+        landmarks = read_rows(np.sort(check_random_state(seed).permutation(n)[:width]))
+        return Nystroem(
+            kernel=self.kernel,
+            n_components=width,
+            random_state=seed,
+            **{name: params[name] for name in _KERNEL_PARAMS[self.kernel]},
+        ).fit(landmarks)
+
+    def _solve_approx(self, fmap, moments, d):
+        """Mean-matching PCA of the feature moments; sets the fitted attributes."""
         # With one group (a group-blind fit) there is no constraint: kernel PCA.
         components, self.n_constraints_, gaps = mean_matching_components(moments, d)
         self.mean_gap_ = gaps["mean_gap"]

@@ -170,7 +170,7 @@ class GroupMoments:
         return total
 
     @classmethod
-    def from_dask(cls, X, sensitive_features, covariates=None):
+    def from_dask(cls, X, sensitive_features, covariates=None, *, transform=None):
         """Compute the moments of a Dask collection in one distributed pass.
 
         Each row block is reduced to its own ``GroupMoments`` on the workers;
@@ -190,6 +190,10 @@ class GroupMoments:
             such as columns of the same DataFrame.
         covariates : Dask collection or array-like of shape (n_samples, n_covariates), default=None
             Continuous attributes, aligned with ``X`` as the labels are.
+        transform : callable, default=None
+            Applied to each row block (an ndarray) on the workers before its
+            moments are taken: the moments are then those of ``transform(X)``
+            (e.g. random features), never held whole.
 
         Returns
         -------
@@ -210,7 +214,7 @@ class GroupMoments:
         if covariates is not None:
             z_blocks = _dask_labels(covariates, X, da).to_delayed().ravel()
         parts = [
-            dask.delayed(_block_moments)(xb, sb, i, zb)
+            dask.delayed(_block_moments)(xb, sb, i, zb, transform)
             for i, (xb, sb, zb) in enumerate(zip(x_blocks, s_blocks, z_blocks, strict=True))
         ]
         while len(parts) > 1:
