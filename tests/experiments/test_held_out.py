@@ -55,6 +55,18 @@ def test_held_out_groups_not_linearly_predictable(adult, attributes):
     assert report.loc["PCA", "train_score_gap"] > 1.0, report
 
 
+@pytest.mark.requires_data("compas")
+def test_held_out_race_not_linearly_predictable_on_compas_lee_protocol():
+    from fairpca.experiments import lee2022
+
+    split = lee2022("compas", split=0)
+    report = linear_guarantee_report(_estimators(), split)
+    for name in FAIR:
+        assert abs(report.loc[name, "group_balanced_accuracy"] - 0.5) <= 0.02, report
+        assert report.loc[name, "train_score_gap"] < 1e-8, report
+    assert report.loc["PCA", "group_balanced_accuracy"] > 0.8, report
+
+
 @pytest.mark.requires_data("adult")
 def test_report_agrees_with_a_direct_computation(adult):
     """The report's PCA row, recomputed here with the groups as joined strings."""
