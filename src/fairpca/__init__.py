@@ -15,6 +15,7 @@ from fairpca.mmd import MMDFairPCA
 from fairpca.moments import GroupMoments
 from fairpca.pareto import ParetoFairPCA
 from fairpca.robust import RobustFairPCA
+from fairpca.tradeoff import select, tradeoff_curve
 
 __version__ = "0.1.0.dev0"
 
@@ -52,4 +53,6 @@ __all__ = [
     "RobustFairPCA",
     "__version__",
     "all_estimators",
+    "select",
+    "tradeoff_curve",
 ]

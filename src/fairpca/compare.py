@@ -19,7 +19,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["MIN_GROUP_ROWS", "Comparison", "compare_methods", "compare_split", "make_methods"]
+__all__ = [
+    "MIN_GROUP_ROWS",
+    "Comparison",
+    "compare_methods",
+    "compare_split",
+    "make_methods",
+    "make_split",
+]
 
 #: Fewest rows each group must have for a train/test comparison to mean anything.
 MIN_GROUP_ROWS = 10
@@ -284,18 +291,50 @@ def compare_methods(
     -------
     Comparison
     """
+    from fairpca._validation import check_n_components
+
+    split = make_split(X, sensitive_features, y, test_size=test_size, random_state=random_state)
+    check_n_components(n_components, split.X_train.shape[1])
+    _check_budget(time_budget)
+    return compare_split(
+        split,
+        n_components=n_components,
+        random_state=random_state,
+        time_budget=time_budget,
+        progress=progress,
+    )
+
+
+def make_split(X, sensitive_features, y=None, *, test_size=0.3, random_state=0):
+    """A train/test split stratified by group, standardised with training statistics.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+        Numeric features.
+    sensitive_features : array-like of shape (n_samples,)
+        Group labels; every group needs at least ``MIN_GROUP_ROWS`` rows.
+    y : array-like of shape (n_samples,), default=None
+        Target, split alongside.
+    test_size : float, default=0.3
+        Share of rows held out.
+    random_state : int, default=0
+        Seed of the split.
+
+    Returns
+    -------
+    split : fairpca.experiments.Split
+    """
     from sklearn.model_selection import train_test_split
     from sklearn.preprocessing import StandardScaler
 
-    from fairpca._validation import check_data, check_n_components, check_sensitive_features
+    from fairpca._validation import check_data, check_sensitive_features
     from fairpca.experiments import Split
 
     X = check_data(X, "X")
     groups, codes = check_sensitive_features(
         sensitive_features, X.shape[0], min_groups=2, min_group_size=MIN_GROUP_ROWS
     )
-    check_n_components(n_components, X.shape[1])
-    _check_budget(time_budget)
     s = groups[codes]
     arrays = [X, s] if y is None else [X, s, np.asarray(y)]
     parts = train_test_split(
@@ -304,7 +343,7 @@ def compare_methods(
     X_train, X_test, s_train, s_test = parts[:4]
     y_train, y_test = (parts[4], parts[5]) if y is not None else (None, None)
     scaler = StandardScaler().fit(X_train)
-    split = Split(
+    return Split(
         X_train=scaler.transform(X_train),
         X_test=scaler.transform(X_test),
         s_train=s_train,
@@ -317,13 +356,6 @@ def compare_methods(
             f"stratified {1 - test_size:.0%}/{test_size:.0%} train/test split "
             f"(seed {random_state}), standardised with the training mean and SD"
         ),
-    )
-    return compare_split(
-        split,
-        n_components=n_components,
-        random_state=random_state,
-        time_budget=time_budget,
-        progress=progress,
     )
 
 

@@ -1,0 +1,505 @@
+"""Choose a fair representation: trade-off curves with bootstrap intervals, and selection.
+
+Every fair method has a knob that trades retained variance for fairness
+(mean matching's ``mean_penalty``, MMD's ``tau``, RFPCA's ``lam``, FPCA's
+``delta``, Pareto's ``disparity_ratio``). :func:`tradeoff_curve` fits each
+method over a grid of its knob on a training part, evaluates every setting on
+held-out rows and attaches percentile bootstrap intervals (the held-out rows
+resampled within each group, the fitted projections fixed), and marks the
+non-dominated settings: those for which no other setting keeps at least as
+much variance with every fairness metric at least as low, and is strictly
+better somewhere. :func:`select` then returns the best-variance setting that
+meets fairness limits, optionally with the interval's upper end below the
+limit, as a configured, unfitted estimator.
+
+The bootstrap measures the sampling noise of the evaluation rows, not the
+variability of the fit itself: each setting is fitted once.
+"""
+
+import dataclasses
+import inspect
+import numbers
+import time
+
+import numpy as np
+
+__all__ = [
+    "DEFAULT_GRIDS",
+    "FAIRNESS_METRICS",
+    "bootstrap_metrics",
+    "frontier_mask",
+    "select",
+    "tradeoff_curve",
+    "tradeoff_curve_split",
+]
+
+#: The knob of each method swept by default, from least to most constrained
+#: (PCA, MinMaxLossFairPCA and settings not listed are fitted once).
+DEFAULT_GRIDS = {
+    "MeanMatchingFairPCA": {"mean_penalty": [0.0, 0.3, 1.0, 3.0, 10.0, np.inf]},
+    "MMDFairPCA": {"tau": [1e-2, 1e-3, 1e-4, 1e-5]},
+    "RobustFairPCA": {"lam": [0.0, 0.5, 2.0, 8.0]},
+    "ConvexFairPCA": {"delta": [1.0, 0.3, 0.1, 0.0]},
+    "ParetoFairPCA": {"disparity_ratio": [1.0, 0.5, 0.2, 0.1]},
+}
+
+#: Fairness metrics (lower is fairer) :func:`tradeoff_curve` evaluates. The
+#: last three need a binary target: a classifier is trained on the training
+#: representation and its held-out predictions are scored.
+FAIRNESS_METRICS = (
+    "reconstruction_error_gap",
+    "max_marginal_loss",
+    "mmd2",
+    "demographic_parity_difference",
+    "equal_opportunity_difference",
+    "equalized_odds_difference",
+)
+_DOWNSTREAM = FAIRNESS_METRICS[3:]
+QUALITY = "explained_variance_ratio"
+
+
+def frontier_mask(quality, costs):
+    """Points not dominated by another: higher ``quality`` is better, lower ``costs``.
+
+    Point ``i`` is dominated when some ``j`` has ``quality[j] >= quality[i]`` and
+    ``costs[j] <= costs[i]`` in every column, with at least one strict
+    inequality. Points with a NaN are neither on the frontier nor dominate.
+
+    Parameters
+    ----------
+    quality : array-like of shape (n_points,)
+    costs : array-like of shape (n_points,) or (n_points, n_costs)
+
+    Returns
+    -------
+    mask : ndarray of shape (n_points,), dtype bool
+    """
+    quality = np.asarray(quality, dtype=float)
+    costs = np.asarray(costs, dtype=float).reshape(len(quality), -1)
+    values = np.column_stack([-quality, costs])  # all minimised
+    valid = ~np.isnan(values).any(axis=1)
+    mask = np.zeros(len(quality), dtype=bool)
+    for i in np.flatnonzero(valid):
+        others = values[valid]
+        dominated = np.all(others <= values[i], axis=1) & np.any(others < values[i], axis=1)
+        mask[i] = not dominated.any()
+    return mask
+
+
+def _stratified_resamples(codes, n_bootstrap, rng):
+    """Row indices of bootstrap resamples drawn with replacement within each group."""
+    members = [np.flatnonzero(codes == a) for a in range(codes.max() + 1)]
+    for _ in range(n_bootstrap):
+        yield np.concatenate([rng.choice(rows, size=len(rows)) for rows in members])
+
+
+def _downstream(y, predicted, codes, metric):
+    """ΔDP, equal-opportunity or equalised-odds difference of predictions across groups."""
+    rates = []
+    for a in np.unique(codes):
+        rows = codes == a
+        if metric == "demographic_parity_difference":
+            rates.append([predicted[rows].mean()])
+            continue
+        wanted = (1,) if metric == "equal_opportunity_difference" else (0, 1)
+        per_class = [
+            predicted[rows & (y == c)].mean() if np.any(rows & (y == c)) else np.nan for c in wanted
+        ]
+        rates.append(per_class)
+    rates = np.array(rates)
+    return float(np.max(np.nanmax(rates, axis=0) - np.nanmin(rates, axis=0)))
+
+
+def _evaluate(projection, X, s, metrics, bandwidth, y=None, predicted=None):
+    """Held-out quality and fairness of one fitted projection on rows ``X``."""
+    from fairpca._validation import check_sensitive_features
+    from fairpca.metrics import (
+        explained_variance_ratio,
+        marginal_loss,
+        mmd2,
+        reconstruction_error_gap,
+    )
+
+    values = {QUALITY: explained_variance_ratio(X, projection)}
+    for metric in metrics:
+        if metric == "reconstruction_error_gap":
+            values[metric] = reconstruction_error_gap(X, s, projection)
+        elif metric == "max_marginal_loss":
+            values[metric] = max(marginal_loss(X, s, projection).values())
+        elif metric == "mmd2":
+            values[metric] = mmd2(X, s, projection, bandwidth=bandwidth)
+        else:
+            codes = check_sensitive_features(s, X.shape[0])[1]
+            values[metric] = _downstream(y, predicted, codes, metric)
+    return values
+
+
+def bootstrap_metrics(
+    projection,
+    X,
+    sensitive_features,
+    metrics=("reconstruction_error_gap",),
+    *,
+    y=None,
+    predicted=None,
+    bandwidth=None,
+    n_bootstrap=200,
+    confidence=0.95,
+    random_state=None,
+):
+    """Metrics of a fitted projection on rows ``X`` with percentile bootstrap intervals.
+
+    The rows are resampled with replacement within each group (so every
+    resample keeps the group sizes) ``n_bootstrap`` times; the projection is
+    not refitted. The interval is the ``(1 - confidence) / 2`` and
+    ``(1 + confidence) / 2`` quantiles of the resampled values.
+
+    Parameters
+    ----------
+    projection : fitted estimator or components array
+        As in :mod:`fairpca.metrics`.
+    X : ndarray of shape (n_samples, n_features)
+        Evaluation rows (held out from the fit).
+    sensitive_features : ndarray of shape (n_samples,)
+        Their groups.
+    metrics : sequence of str, default=("reconstruction_error_gap",)
+        Names from :data:`FAIRNESS_METRICS`; ``explained_variance_ratio`` is
+        always included.
+    y, predicted : ndarray of shape (n_samples,), default=None
+        Binary target and a classifier's predictions on these rows, for the
+        downstream metrics.
+    bandwidth : float, default=None
+        RBF bandwidth of ``mmd2`` (required for it, so that every resample
+        uses the same kernel).
+    n_bootstrap : int, default=200
+    confidence : float, default=0.95
+    random_state : int, Generator or None, default=None
+
+    Returns
+    -------
+    values : dict
+        ``{name: (estimate, low, high)}`` for ``explained_variance_ratio`` and
+        every metric; the estimate is the value on ``X`` itself.
+    """
+    from fairpca._validation import check_data, check_number, check_sensitive_features
+
+    unknown = [m for m in metrics if m not in FAIRNESS_METRICS]
+    if unknown:
+        raise ValueError(f"unknown metric(s) {unknown}; choose from {list(FAIRNESS_METRICS)}.")
+    if any(m in _DOWNSTREAM for m in metrics) and (y is None or predicted is None):
+        raise ValueError("downstream metrics need y and a classifier's predictions.")
+    if "mmd2" in metrics and bandwidth is None:
+        raise ValueError("mmd2 needs a bandwidth shared by every resample.")
+    check_number(n_bootstrap, "n_bootstrap", minimum=1)
+    confidence = check_number(
+        confidence,
+        "confidence",
+        numbers.Real,
+        minimum=0.0,
+        maximum=1.0,
+        include_boundaries="neither",
+    )
+    X = check_data(X, "X")
+    s = np.asarray(sensitive_features)
+    codes = check_sensitive_features(s, X.shape[0], min_groups=2)[1]
+    y = None if y is None else np.asarray(y)
+    predicted = None if predicted is None else np.asarray(predicted)
+    estimate = _evaluate(projection, X, s, metrics, bandwidth, y, predicted)
+    rng = np.random.default_rng(random_state)
+    draws = {name: [] for name in estimate}
+    for rows in _stratified_resamples(codes, n_bootstrap, rng):
+        sample = _evaluate(
+            projection,
+            X[rows],
+            s[rows],
+            metrics,
+            bandwidth,
+            None if y is None else y[rows],
+            None if predicted is None else predicted[rows],
+        )
+        for name, value in sample.items():
+            draws[name].append(value)
+    tail = (1 - confidence) / 2
+    return {
+        name: (value, *np.nanquantile(draws[name], [tail, 1 - tail]))
+        for name, value in estimate.items()
+    }
+
+
+def _settings(estimators, param_grids):
+    """``(method, setting label, configured estimator)`` for every grid point."""
+    from sklearn.base import clone
+    from sklearn.model_selection import ParameterGrid
+
+    settings = []
+    for name, estimator in estimators.items():
+        grid = param_grids.get(name, DEFAULT_GRIDS.get(type(estimator).__name__, {}))
+        for params in ParameterGrid(grid):
+            label = ", ".join(
+                f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in params.items()
+            )
+            settings.append((name, label, clone(estimator).set_params(**params)))
+    return settings
+
+
+def _fit_and_evaluate(method, label, estimator, split, metrics, bandwidth, options, seed):
+    """One row of the curve: fit on the training part, bootstrap on the test part."""
+    from sklearn.base import clone
+
+    from fairpca.metrics._projection import is_linear_projection
+
+    row = {"method": method, "setting": label, "estimator": estimator}
+    fitted = clone(estimator)
+    start = time.perf_counter()
+    try:
+        if "sensitive_features" not in inspect.signature(fitted.fit).parameters:
+            fitted.fit(split.X_train)
+        else:
+            fitted.fit(split.X_train, split.y_train, sensitive_features=split.s_train)
+    except ValueError as exc:  # an infeasible setting (e.g. a too strict constraint)
+        row["error"] = str(exc)
+        return row
+    row["fit_seconds"] = time.perf_counter() - start
+    row["converged"] = bool(getattr(fitted, "converged_", True))
+    if not is_linear_projection(fitted):
+        raise TypeError(
+            f"{method} is not a linear projection (no components_ and mean_): the trade-off "
+            "curve measures retained variance, which needs one."
+        )
+    predicted = None
+    if any(m in _DOWNSTREAM for m in metrics):
+        model = clone(options["classifier"]).fit(fitted.transform(split.X_train), split.y_train)
+        predicted = model.predict(fitted.transform(split.X_test))
+    values = bootstrap_metrics(
+        fitted,
+        split.X_test,
+        split.s_test,
+        metrics,
+        y=split.y_test,
+        predicted=predicted,
+        bandwidth=bandwidth,
+        n_bootstrap=options["n_bootstrap"],
+        confidence=options["confidence"],
+        random_state=seed,
+    )
+    for name, (value, low, high) in values.items():
+        row[name], row[f"{name}_low"], row[f"{name}_high"] = value, low, high
+    return row
+
+
+def tradeoff_curve_split(
+    split,
+    *,
+    estimators=None,
+    param_grids=None,
+    metrics=("reconstruction_error_gap", "mmd2"),
+    n_components=2,
+    n_bootstrap=200,
+    confidence=0.95,
+    classifier=None,
+    random_state=0,
+    n_jobs=None,
+    progress=None,
+):
+    """The fairness-variance trade-off of every method and setting on a prepared split.
+
+    See :func:`tradeoff_curve`, which splits the data first; this takes a
+    :class:`fairpca.experiments.Split` (e.g. a paper's protocol).
+
+    Returns
+    -------
+    curve : pandas.DataFrame
+        One row per setting: ``method``, ``setting`` (the swept parameters),
+        ``estimator`` (configured, unfitted), ``explained_variance_ratio`` and
+        every metric with ``_low`` and ``_high`` interval ends, ``fit_seconds``,
+        ``converged``, ``error`` (why a setting could not be fitted, else NaN)
+        and ``on_frontier``. ``curve.attrs`` records the metrics, confidence,
+        number of resamples, d, seed and split description.
+    """
+    import pandas as pd
+    from joblib import Parallel, delayed
+    from sklearn.linear_model import LogisticRegression
+
+    from fairpca._validation import check_n_components, check_number
+    from fairpca.compare import make_methods
+    from fairpca.metrics import mmd_bandwidth
+    from fairpca.metrics._classifier import _check_binary_y
+
+    metrics = list(metrics)
+    unknown = [m for m in metrics if m not in FAIRNESS_METRICS]
+    if unknown or not metrics:
+        raise ValueError(
+            f"metrics must name at least one of {list(FAIRNESS_METRICS)}; unknown: {unknown}."
+        )
+    if split.y_train is None and any(m in _DOWNSTREAM for m in metrics):
+        raise ValueError(
+            f"metrics {[m for m in metrics if m in _DOWNSTREAM]} need a binary target y."
+        )
+    check_n_components(n_components, split.X_train.shape[1])
+    check_number(n_bootstrap, "n_bootstrap", minimum=1)
+    if split.y_train is not None:
+        # Downstream rates are means of 0/1 predictions.
+        split = dataclasses.replace(
+            split,
+            y_train=_check_binary_y(split.y_train, len(split.y_train), None),
+            y_test=_check_binary_y(split.y_test, len(split.y_test), None),
+        )
+    if estimators is None:
+        estimators = make_methods(n_components, random_state, projections_only=True)
+    if not isinstance(estimators, dict) or not estimators:
+        raise TypeError("estimators must be a non-empty dict {name: unfitted estimator}.")
+    param_grids = {} if param_grids is None else dict(param_grids)
+    unknown = sorted(set(param_grids) - set(estimators))
+    if unknown:
+        raise ValueError(f"param_grids names {unknown}, which are not in estimators.")
+    settings = _settings(estimators, param_grids)
+    bandwidth = mmd_bandwidth(split.X_train, n_components, random_state=random_state)
+    options = {
+        "n_bootstrap": n_bootstrap,
+        "confidence": confidence,
+        "classifier": LogisticRegression(max_iter=1000) if classifier is None else classifier,
+    }
+    seeds = np.random.SeedSequence(random_state).spawn(len(settings))
+    tasks = (
+        delayed(_fit_and_evaluate)(*setting, split, metrics, bandwidth, options, seed)
+        for setting, seed in zip(settings, seeds, strict=True)
+    )
+    rows = []
+    for i, row in enumerate(Parallel(n_jobs=n_jobs, return_as="generator")(tasks), start=1):
+        rows.append(row)
+        if progress is not None:
+            done = (
+                f"left out ({row['error']})"
+                if "error" in row
+                else f"done in {row['fit_seconds']:.2f} s"
+            )
+            progress(f"[{i}/{len(settings)}] {row['method']} {row['setting']} {done}".strip())
+    curve = pd.DataFrame(rows)
+    for column in ("error", "fit_seconds", "converged"):
+        if column not in curve:
+            curve[column] = np.nan
+    curve["on_frontier"] = frontier_mask(
+        curve[QUALITY].to_numpy(dtype=float), curve[metrics].to_numpy(dtype=float)
+    )
+    curve.attrs.update(
+        metrics=metrics,
+        confidence=confidence,
+        n_bootstrap=n_bootstrap,
+        n_components=n_components,
+        random_state=random_state,
+        split=split.description,
+    )
+    return curve
+
+
+def tradeoff_curve(
+    X,
+    sensitive_features,
+    y=None,
+    *,
+    test_size=0.3,
+    random_state=0,
+    **options,
+):
+    """The fairness-variance trade-off of every method over a grid of its knob.
+
+    The rows are split (stratified by group, ``test_size`` held out) and
+    standardised with training statistics, as :func:`fairpca.compare_methods`
+    does. Each method of ``estimators`` is fitted on the training part at every
+    point of its grid; each fit is evaluated on the held-out part: the share
+    of variance it keeps (``explained_variance_ratio``) and the ``metrics``
+    (lower is fairer), each with a percentile bootstrap interval over
+    resamples of the held-out rows within each group
+    (:func:`bootstrap_metrics`). ``on_frontier`` marks the settings no other
+    setting dominates (:func:`frontier_mask`, on the estimates).
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+    sensitive_features : array-like of shape (n_samples,)
+    y : array-like of shape (n_samples,), default=None
+        Binary target: needed by the downstream metrics.
+    test_size : float, default=0.3
+    random_state : int, default=0
+        Seed of the split, of the randomised methods, of the bandwidth
+        subsample and of the resamples.
+    estimators : dict of str to estimator, default=None
+        Unfitted linear projections to sweep; default: PCA and every
+        fair-PCA estimator (:func:`fairpca.compare.make_methods`).
+    param_grids : dict of str to dict, default=None
+        Grid (as :class:`sklearn.model_selection.ParameterGrid`) per name of
+        ``estimators``; default: :data:`DEFAULT_GRIDS` by class name, a single
+        setting otherwise.
+    metrics : sequence of str, default=("reconstruction_error_gap", "mmd2")
+        From :data:`FAIRNESS_METRICS`.
+    n_components : int, default=2
+    n_bootstrap : int, default=200
+    confidence : float, default=0.95
+    classifier : estimator, default=None
+        Downstream classifier trained on the training representation
+        (default ``LogisticRegression(max_iter=1000)``).
+    n_jobs : int, default=None
+        Settings fitted in parallel (joblib).
+    progress : callable, default=None
+        Called with one line per finished setting.
+
+    Returns
+    -------
+    curve : pandas.DataFrame
+        See :func:`tradeoff_curve_split`.
+    """
+    from fairpca.compare import make_split
+
+    split = make_split(X, sensitive_features, y, test_size=test_size, random_state=random_state)
+    return tradeoff_curve_split(split, random_state=random_state, **options)
+
+
+def select(curve, constraints, *, bound="upper"):
+    """The best-variance setting of ``curve`` that meets every fairness limit.
+
+    Parameters
+    ----------
+    curve : pandas.DataFrame
+        From :func:`tradeoff_curve`.
+    constraints : dict of str to float
+        ``{metric: largest accepted value}``, e.g.
+        ``{"demographic_parity_difference": 0.05}``.
+    bound : {"upper", "estimate"}, default="upper"
+        ``"upper"``: the upper end of the metric's bootstrap interval must be
+        within the limit (with a two-sided 95 % interval, the metric is within
+        it with one-sided confidence 97.5 %); ``"estimate"``: the held-out
+        estimate must be.
+
+    Returns
+    -------
+    estimator : estimator
+        A clone of the chosen setting's configured estimator, unfitted.
+
+    Raises
+    ------
+    ValueError
+        If no setting meets the limits; the message gives the best value
+        reached for each constrained metric.
+    """
+    from sklearn.base import clone
+
+    if bound not in ("upper", "estimate"):
+        raise ValueError(f"bound must be 'upper' or 'estimate', got {bound!r}.")
+    if not isinstance(constraints, dict) or not constraints:
+        raise TypeError("constraints must be a non-empty dict {metric: largest value}.")
+    ok = curve[QUALITY].notna().to_numpy().copy()
+    for metric, limit in constraints.items():
+        column = f"{metric}_high" if bound == "upper" else metric
+        if column not in curve:
+            raise ValueError(
+                f"the curve has no column {column!r}; its metrics are {curve.attrs.get('metrics')}."
+            )
+        ok &= (curve[column] <= limit).to_numpy()
+    if not ok.any():
+        reached = ", ".join(
+            f"{m} {curve[f'{m}_high' if bound == 'upper' else m].min():.4g} (limit {v:g})"
+            for m, v in constraints.items()
+        )
+        raise ValueError(f"no setting meets the limits; the lowest {bound} values: {reached}.")
+    best = curve[ok][QUALITY].idxmax()
+    return clone(curve.loc[best, "estimator"])

@@ -1,0 +1,215 @@
+"""Trade-off curves: the frontier, selection, bootstrap coverage and the held-out numbers."""
+
+import itertools
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.decomposition import PCA
+
+import fairpca
+from fairpca import MeanMatchingFairPCA, ParetoFairPCA
+from fairpca.compare import make_split
+from fairpca.datasets import make_gaussian_groups
+from fairpca.metrics import explained_variance_ratio, reconstruction_error_gap
+from fairpca.tradeoff import bootstrap_metrics, frontier_mask, select, tradeoff_curve
+
+
+def _brute_force_frontier(quality, costs):
+    keep = []
+    for i in range(len(quality)):
+        if np.isnan(quality[i]) or np.isnan(costs[i]).any():
+            keep.append(False)
+            continue
+        dominated = False
+        for j in range(len(quality)):
+            if j == i or np.isnan(quality[j]) or np.isnan(costs[j]).any():
+                continue
+            no_worse = quality[j] >= quality[i] and all(costs[j] <= costs[i])
+            better = quality[j] > quality[i] or any(costs[j] < costs[i])
+            dominated |= no_worse and better
+        keep.append(not dominated)
+    return np.array(keep)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_frontier_is_exactly_the_non_dominated_set(seed):
+    rng = np.random.default_rng(seed)
+    quality = rng.integers(0, 5, size=40).astype(float)  # ties on purpose
+    costs = rng.integers(0, 5, size=(40, 2)).astype(float)
+    quality[3] = np.nan
+    costs[7, 1] = np.nan
+    np.testing.assert_array_equal(
+        frontier_mask(quality, costs), _brute_force_frontier(quality, costs)
+    )
+
+
+def _constructed_curve():
+    rows = [
+        ("a", 0.90, 0.20, 0.30),
+        ("b", 0.80, 0.04, 0.06),
+        ("c", 0.70, 0.03, 0.04),
+        ("d", 0.85, 0.049, 0.051),
+    ]
+    curve = pd.DataFrame(
+        rows,
+        columns=[
+            "method",
+            "explained_variance_ratio",
+            "demographic_parity_difference",
+            "demographic_parity_difference_high",
+        ],
+    )
+    curve["estimator"] = [MeanMatchingFairPCA(mean_penalty=float(i)) for i in range(4)]
+    return curve
+
+
+def test_select_returns_the_best_variance_setting_within_the_limit():
+    curve = _constructed_curve()
+    by_estimate = select(curve, {"demographic_parity_difference": 0.05}, bound="estimate")
+    assert by_estimate.mean_penalty == 3.0  # d: 0.85 with estimate 0.049
+    by_upper = select(curve, {"demographic_parity_difference": 0.05})
+    assert by_upper.mean_penalty == 2.0  # d's upper end 0.051 is over: c
+    assert not hasattr(by_upper, "components_")  # a configured, unfitted clone
+    assert by_upper is not curve.loc[2, "estimator"]
+    with pytest.raises(
+        ValueError, match=r"lowest upper values: demographic_parity_difference 0.04"
+    ):
+        select(curve, {"demographic_parity_difference": 0.01})
+    with pytest.raises(ValueError, match="no column 'mmd2_high'"):
+        select(curve, {"mmd2": 0.01})
+    with pytest.raises(ValueError, match="bound must be"):
+        select(curve, {"demographic_parity_difference": 0.05}, bound="lower")
+
+
+def test_bootstrap_intervals_cover_the_true_gap():
+    """Known Gaussian groups and a fixed projection: the gap has a closed form."""
+    rng = np.random.default_rng(0)
+    p, n_per_group = 4, 300
+    means = [np.zeros(p), np.array([1.0, -0.5, 0.5, 0.0])]
+    scales = [np.diag([2.0, 1.0, 0.5, 0.3]), np.diag([1.0, 1.5, 1.0, 0.8])]
+    pca = PCA(n_components=2).fit(rng.normal(size=(500, p)) @ np.diag([2, 1.5, 1, 0.5]))
+    P = pca.components_.T @ pca.components_
+    residual = np.eye(p) - P
+
+    def true_error(mean, scale):
+        cov = scale @ scale.T
+        shift = mean - pca.mean_
+        return np.trace(residual @ (cov + np.outer(shift, shift)) @ residual)
+
+    truth = abs(true_error(means[0], scales[0]) - true_error(means[1], scales[1]))
+    covered, trials = 0, 200
+    for _ in range(trials):
+        X = np.vstack(
+            [
+                m + rng.normal(size=(n_per_group, p)) @ S.T
+                for m, S in zip(means, scales, strict=True)
+            ]
+        )
+        s = np.repeat([0, 1], n_per_group)
+        values = bootstrap_metrics(
+            pca, X, s, ["reconstruction_error_gap"], n_bootstrap=200, random_state=rng
+        )
+        _, low, high = values["reconstruction_error_gap"]
+        covered += low <= truth <= high
+    assert covered / trials >= 0.90, covered / trials
+
+
+@pytest.fixture(scope="module")
+def small_curve():
+    X, s, y = make_gaussian_groups(n_samples=600, random_state=1, return_target=True)
+    estimators = {
+        "PCA": PCA(n_components=2),
+        "MeanMatchingFairPCA": MeanMatchingFairPCA(n_components=2),
+        "ParetoFairPCA": ParetoFairPCA(n_components=2),
+    }
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        curve = tradeoff_curve(
+            X,
+            s,
+            y,
+            estimators=estimators,
+            param_grids={"ParetoFairPCA": {"disparity_ratio": [1.0, 0.2]}},
+            metrics=["reconstruction_error_gap", "mmd2", "demographic_parity_difference"],
+            n_bootstrap=30,
+            random_state=3,
+        )
+    return X, s, y, curve
+
+
+def test_curve_rows_are_the_held_out_metrics_of_each_setting(small_curve):
+    X, s, y, curve = small_curve
+    assert list(curve["method"]) == ["PCA"] + ["MeanMatchingFairPCA"] * 6 + ["ParetoFairPCA"] * 2
+    assert curve.attrs["n_bootstrap"] == 30 and curve.attrs["confidence"] == 0.95
+    split = make_split(X, s, y, random_state=3)
+    for i in (0, 4, 8):
+        est = fairpca_clone_fit(curve.loc[i, "estimator"], split)
+        assert curve.loc[i, "explained_variance_ratio"] == pytest.approx(
+            explained_variance_ratio(split.X_test, est), rel=1e-10
+        )
+        assert curve.loc[i, "reconstruction_error_gap"] == pytest.approx(
+            reconstruction_error_gap(split.X_test, split.s_test, est), rel=1e-10
+        )
+    for metric in ("explained_variance_ratio", "mmd2", "demographic_parity_difference"):
+        assert (curve[f"{metric}_low"] <= curve[f"{metric}_high"]).all()
+    costs = curve[["reconstruction_error_gap", "mmd2", "demographic_parity_difference"]]
+    np.testing.assert_array_equal(
+        curve["on_frontier"],
+        _brute_force_frontier(curve["explained_variance_ratio"].to_numpy(), costs.to_numpy()),
+    )
+    # The mean-matching sweep moves from PCA to exact mean matching.
+    penalties = [e.mean_penalty for e in curve.loc[1:6, "estimator"]]
+    assert penalties == [0.0, 0.3, 1.0, 3.0, 10.0, np.inf]
+    assert curve.loc[1, "explained_variance_ratio"] == pytest.approx(
+        curve.loc[0, "explained_variance_ratio"], rel=1e-8
+    )
+
+
+def fairpca_clone_fit(estimator, split):
+    from sklearn.base import clone
+
+    est = clone(estimator)
+    if isinstance(est, PCA):
+        return est.fit(split.X_train)
+    return est.fit(split.X_train, sensitive_features=split.s_train)
+
+
+def test_curve_is_reproducible_and_parallel_gives_the_same(small_curve):
+    X, s, y, curve = small_curve
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        again = tradeoff_curve(
+            X,
+            s,
+            y,
+            estimators={"PCA": PCA(n_components=2), "MeanMatchingFairPCA": MeanMatchingFairPCA()},
+            metrics=["reconstruction_error_gap", "mmd2", "demographic_parity_difference"],
+            n_bootstrap=30,
+            random_state=3,
+            n_jobs=2,
+        )
+    numeric = [c for c in again.columns if c.endswith(("_low", "_high", "ratio"))]
+    pd.testing.assert_frame_equal(again.loc[:6, numeric], curve.loc[:6, numeric])
+
+
+def test_bad_requests_are_refused():
+    X, s = make_gaussian_groups(n_samples=200, random_state=0)
+    with pytest.raises(ValueError, match="need a binary target"):
+        tradeoff_curve(X, s, metrics=["demographic_parity_difference"])
+    with pytest.raises(ValueError, match="unknown"):
+        tradeoff_curve(X, s, metrics=["accuracy"])
+    with pytest.raises(ValueError, match="not in estimators"):
+        tradeoff_curve(X, s, estimators={"PCA": PCA(2)}, param_grids={"MMD": {"tau": [1]}})
+    with pytest.raises(TypeError, match="not a linear projection"):
+        tradeoff_curve(X, s, estimators={"erasure": fairpca.LinearErasure()}, n_bootstrap=2)
+
+
+def test_default_grid_names_every_method_knob():
+    from fairpca.tradeoff import DEFAULT_GRIDS
+
+    for name, grid in DEFAULT_GRIDS.items():
+        cls = getattr(fairpca, name)
+        assert set(grid) <= set(cls().get_params()), name
+    assert list(itertools.chain(*DEFAULT_GRIDS["MeanMatchingFairPCA"].values()))[-1] == np.inf
