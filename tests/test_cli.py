@@ -59,6 +59,45 @@ def test_compare_numbers_are_the_metrics_of_the_split():
     )
 
 
+def _check_html_report(path, data_text):
+    """One parseable HTML file: every image embedded, no outside reference; the facts stated."""
+    import base64
+    from html.parser import HTMLParser
+
+    import numpy
+
+    class Collector(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.images, self.references, self.text = [], [], []
+
+        def handle_starttag(self, tag, attrs):
+            attrs = dict(attrs)
+            if tag == "img":
+                self.images.append(attrs["src"])
+            for key in ("src", "href"):
+                if key in attrs and not attrs[key].startswith("data:"):
+                    self.references.append(attrs[key])
+
+        def handle_data(self, data):
+            self.text.append(data)
+
+    document = path.read_text()
+    assert document.startswith("<!DOCTYPE html>") and document.rstrip().endswith("</html>")
+    parser = Collector()
+    parser.feed(document)
+    parser.close()
+    assert parser.references == []
+    for src in parser.images:
+        prefix = "data:image/png;base64,"
+        assert src.startswith(prefix)
+        assert base64.b64decode(src[len(prefix) :])[:8] == b"\x89PNG\r\n\x1a\n"
+    text = " ".join(parser.text)
+    for fact in ("data", "seed", "target dimension d", data_text, f"numpy {numpy.__version__}"):
+        assert fact in text, fact
+    return parser.images
+
+
 @pytest.fixture
 def csv_file(tmp_path):
     X, s, y = make_gaussian_groups(n_samples=300, n_features=5, random_state=1, return_target=True)
@@ -99,8 +138,11 @@ def test_compare_user_csv_writes_outputs(csv_file, tmp_path):
         "group_errors.png",
         "group_errors_by_d.csv",
         "group_errors_by_d.png",
+        "report.html",
         "tradeoff.png",
     ]
+    images = _check_html_report(out / "report.html", str(path))
+    assert len(images) == len(list(out.glob("*.png")))
     table = pd.read_csv(out / "comparison.csv", index_col="method")
     assert "PCA" in table.index
     assert {"reconstruction_error[female]", "reconstruction_error[male]"} <= set(table.columns)
@@ -210,7 +252,9 @@ def test_compare_group_errors_against_d(csv_file, tmp_path):
     assert result.exit_code == 0, result.output
     by_d = pd.read_csv(out / "group_errors_by_d.csv")
     assert sorted(by_d["d"].unique()) == [1, 2, 3, 4]  # d < number of features
-    assert set(by_d["method"]) == set(pd.read_csv(out / "comparison.csv")["method"])
+    compared = set(pd.read_csv(out / "comparison.csv")["method"])
+    # The non-projections have no reconstruction error to plot against d.
+    assert set(by_d["method"]) == compared - {"FairKernelPCA", "LinearErasure"}
     # At the requested d the rows are the comparison table's per-group errors.
     table = pd.read_csv(out / "comparison.csv", index_col="method")
     at_d = by_d[by_d["d"] == 2].set_index(["method", "group"])["error"]
@@ -230,3 +274,32 @@ def test_compare_group_errors_against_d(csv_file, tmp_path):
             expected = np.mean(np.sum(residual[s_te == group] ** 2, axis=1))
             got = by_d.query("method == 'PCA' and d == @d and group == @group")["error"].item()
             assert got == pytest.approx(expected, rel=1e-9, abs=1e-12)
+
+
+def test_tradeoff_writes_csv_plots_and_one_html_report(csv_file, tmp_path):
+    path, _ = csv_file
+    out = tmp_path / "curve"
+    args = ["tradeoff", "--data", str(path), "--sensitive", "sex", "--target", "label"]
+    args += ["--n-bootstrap", "20", "--metric", "reconstruction_error_gap", "--output", str(out)]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in out.iterdir()) == [
+        "report.html",
+        "tradeoff.csv",
+        "tradeoff.png",
+        "tradeoff.svg",
+    ]
+    curve = pd.read_csv(out / "tradeoff.csv")
+    assert {"PCA", "MeanMatchingFairPCA", "MMDFairPCA"} <= set(curve["method"])
+    assert {"reconstruction_error_gap_low", "on_frontier"} <= set(curve.columns)
+    assert "mmd2" not in curve.columns  # only the metric asked for
+    assert curve["on_frontier"].any()
+    images = _check_html_report(out / "report.html", str(path))
+    assert len(images) == 1 and "95% percentile bootstrap" in (out / "report.html").read_text()
+    assert (out / "tradeoff.svg").read_text().lstrip().startswith("<?xml")
+    # A downstream metric without a target is refused before any fit.
+    no_target = tmp_path / "no_target.csv"
+    pd.read_csv(path).drop(columns="label").to_csv(no_target, index=False)
+    args = ["tradeoff", "--metric", "equalized_odds_difference", "--data", str(no_target)]
+    result = CliRunner().invoke(cli, [*args, "--sensitive", "sex"])
+    assert result.exit_code == 2 and "need a binary target" in result.output

@@ -1,11 +1,8 @@
-import itertools
-
 import numpy as np
 import pandas as pd
 import pytest
 
 from fairpca.plotting import (
-    _pareto_mask,
     plot_communality,
     plot_group_errors,
     plot_group_errors_by_d,
@@ -13,23 +10,9 @@ from fairpca.plotting import (
     plot_protected_biplot,
     plot_reproduction,
     plot_tradeoff,
+    plot_tradeoff_curve,
     protected_loadings,
 )
-
-
-def test_pareto_mask_matches_brute_force():
-    rng = np.random.default_rng(0)
-    quality, unfairness = rng.random(30), rng.random(30)
-    quality[5], unfairness[5] = quality[4], unfairness[4]  # a tie stays on the front
-    expected = np.ones(30, dtype=bool)
-    for i, j in itertools.permutations(range(30), 2):
-        if (
-            quality[j] >= quality[i]
-            and unfairness[j] <= unfairness[i]
-            and (quality[j] > quality[i] or unfairness[j] < unfairness[i])
-        ):
-            expected[i] = False
-    np.testing.assert_array_equal(_pareto_mask(quality, unfairness), expected)
 
 
 @pytest.fixture
@@ -244,3 +227,29 @@ def test_tradeoff_leaves_out_and_names_methods_without_quality():
     assert "not shown" in fig._suptitle.get_text() and "LinearErasure" in fig._suptitle.get_text()
     labels = ax.get_legend_handles_labels()[1]
     assert "LinearErasure" not in labels and {"PCA", "Fair"} <= set(labels)
+
+
+def test_tradeoff_curve_plot_has_intervals_and_frontier():
+    from sklearn.decomposition import PCA
+
+    from fairpca import MeanMatchingFairPCA
+    from fairpca.datasets import make_gaussian_groups
+    from fairpca.tradeoff import tradeoff_curve
+
+    X, s = make_gaussian_groups(n_samples=300, random_state=2)
+
+    curve = tradeoff_curve(
+        X,
+        s,
+        estimators={"PCA": PCA(n_components=2), "MM": MeanMatchingFairPCA()},
+        param_grids={"MM": {"mean_penalty": [0.0, 1.0, np.inf]}},
+        n_bootstrap=10,
+    )
+    fig = plot_tradeoff_curve(curve)
+    axes = fig.axes
+    assert len(axes) == 2  # one panel per metric of the curve
+    labels = axes[0].get_legend_handles_labels()[1]
+    assert {"PCA", "MM", "frontier"} <= set(labels)
+    assert "95% bootstrap intervals" in fig._suptitle.get_text()
+    with pytest.raises(ValueError, match="not columns"):
+        plot_tradeoff_curve(curve, ["max_marginal_loss"])

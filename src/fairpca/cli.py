@@ -3,8 +3,11 @@
 ``fairpca compare`` fits every available method on a training split of a data
 set (the built-in synthetic one, a real data set prepared by a paper's
 protocol, or a user's CSV), evaluates every metric of :mod:`fairpca.metrics` on
-the held-out split, prints the table and, with ``--output``, writes it as CSV
-and Markdown with plots. Requires the ``cli`` extra (click, pandas, matplotlib).
+the held-out split, prints the table and, with ``--output``, writes it as CSV,
+Markdown and one HTML report with plots. ``fairpca tradeoff`` sweeps each
+method's fairness knob on the same kind of split (:mod:`fairpca.tradeoff`) and
+writes the frontier with bootstrap intervals. Requires the ``cli`` extra
+(click, pandas, matplotlib).
 """
 
 import contextlib
@@ -24,6 +27,7 @@ except ImportError as exc:  # pragma: no cover - depends on environment
     raise ImportError('the fairpca command line needs click: pip install "fairpca[cli]"') from exc
 
 from fairpca.experiments import LEE2022_DATASETS, VU2022_DATASETS
+from fairpca.tradeoff import FAIRNESS_METRICS, QUALITY
 
 __all__ = ["DATASETS", "main"]
 
@@ -108,7 +112,8 @@ def _markdown(table, floatfmt=".4g"):
     return "\n".join(lines) + "\n"
 
 
-def _write_outputs(comparison, output, fairness_columns, progress):
+def _write_outputs(comparison, output, fairness_columns, progress, source):
+    from fairpca._html import html_report
     from fairpca.compare import group_errors_by_d
     from fairpca.plotting import (
         plot_communality,
@@ -148,9 +153,23 @@ def _write_outputs(comparison, output, fairness_columns, progress):
     figures.append(
         ("communality.png", lambda: plot_communality(fitted, split.X_test, split.s_test))
     )
+    made = []
     for filename, make in figures:
-        make().savefig(output / filename, dpi=120)
+        figure = make()
+        figure.savefig(output / filename, dpi=120)
         written.append(filename)
+        made.append((filename, figure))
+    facts = {
+        "data": source,
+        "target dimension d": comparison.n_components,
+        "seed": comparison.random_state,
+        "metrics": "computed on the held-out rows (fairpca.metrics.report)",
+    }
+    notes = [note for note in notes if note]
+    sections = [("Comparison", [*notes, table])]
+    sections += [(filename.removesuffix(".png"), [figure]) for filename, figure in made]
+    (output / "report.html").write_text(html_report("fairpca compare", facts, sections))
+    written.append("report.html")
     return written
 
 
@@ -207,6 +226,63 @@ def _stopped_note(comparison):
     )
 
 
+def _data_options(command):
+    """The options of every command that reads a data set and splits it."""
+    options = [
+        click.option(
+            "--data",
+            type=click.Path(exists=True, dir_okay=False, path_type=Path),
+            help="CSV file with a header row; default: the built-in synthetic data set.",
+        ),
+        click.option(
+            "--dataset",
+            type=click.Choice(sorted(DATASETS)),
+            metavar="NAME",
+            help=(
+                "A real data set, prepared by a paper's protocol (fairpca.experiments): "
+                "german or german_credit (groups: age >= 25), compas (Caucasian or not) and adult "
+                "(sex) as Lee et al. 2022 (70/30 split, 57 / 11 / 97 features); default_credit "
+                "(education low/high, 9000 training rows) and the FairML sets "
+                + ", ".join(
+                    name
+                    for name, (protocol, _) in DATASETS.items()
+                    if protocol == "vu2022" and name != "default_credit"
+                )
+                + " (groups: the file's last column) as Vu et al. 2022 (stratified 30/70 "
+                "split). Files are read from $FAIRPCA_DATA (else ~/scikit_learn_data/fairpca). "
+                "Not with --data."
+            ),
+        ),
+        click.option(
+            "--split",
+            "split_index",
+            type=click.IntRange(0, 9),
+            help="Which of the protocol's 10 train/test splits to use with --dataset [default: 0].",
+        ),
+        click.option("--sensitive", help="Column of --data holding the protected group."),
+        click.option(
+            "--target", help="Binary column of --data for the downstream classifier metrics."
+        ),
+        click.option(
+            "--n-components",
+            "-d",
+            type=click.IntRange(min=1),
+            default=2,
+            show_default=True,
+            help="Target dimension.",
+        ),
+        click.option(
+            "--test-size",
+            type=click.FloatRange(0, 1, min_open=True, max_open=True),
+            help="Share of rows held out for evaluation [default: 0.3]; not with --dataset.",
+        ),
+        click.option("--random-state", type=int, default=0, show_default=True, help="Seed."),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="fairpca")
 def cli():
@@ -214,51 +290,7 @@ def cli():
 
 
 @cli.command()
-@click.option(
-    "--data",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="CSV file with a header row; default: the built-in synthetic data set.",
-)
-@click.option(
-    "--dataset",
-    type=click.Choice(sorted(DATASETS)),
-    metavar="NAME",
-    help=(
-        "A real data set, prepared by a paper's protocol (fairpca.experiments): "
-        "german or german_credit (groups: age >= 25), compas (Caucasian or not) and adult "
-        "(sex) as Lee et al. 2022 (70/30 split, 57 / 11 / 97 features); default_credit "
-        "(education low/high, 9000 training rows) and the FairML sets "
-        + ", ".join(
-            name
-            for name, (protocol, _) in DATASETS.items()
-            if protocol == "vu2022" and name != "default_credit"
-        )
-        + " (groups: the file's last column) as Vu et al. 2022 (stratified 30/70 split). "
-        "Files are read from $FAIRPCA_DATA (else ~/scikit_learn_data/fairpca). Not with --data."
-    ),
-)
-@click.option(
-    "--split",
-    "split_index",
-    type=click.IntRange(0, 9),
-    help="Which of the protocol's 10 train/test splits to use with --dataset [default: 0].",
-)
-@click.option("--sensitive", help="Column of --data holding the protected group.")
-@click.option("--target", help="Binary column of --data for the downstream classifier metrics.")
-@click.option(
-    "--n-components",
-    "-d",
-    type=click.IntRange(min=1),
-    default=2,
-    show_default=True,
-    help="Target dimension.",
-)
-@click.option(
-    "--test-size",
-    type=click.FloatRange(0, 1, min_open=True, max_open=True),
-    help="Share of rows held out for evaluation [default: 0.3]; not with --dataset.",
-)
-@click.option("--random-state", type=int, default=0, show_default=True, help="Seed.")
+@_data_options
 @click.option(
     "--time-budget",
     type=click.FloatRange(min=0, min_open=True),
@@ -297,15 +329,35 @@ def compare(
     standardised on the training split; metrics are computed on the held-out
     split. A line on standard error names each method as it runs and its time.
     """
-    from fairpca.compare import compare_methods, compare_split
+    from fairpca.compare import compare_split
 
     _check_output(output, force)
-    options = {
-        "n_components": n_components,
-        "random_state": random_state,
-        "time_budget": time_budget,
-        "progress": _progress,
-    }
+    split, source = _resolve_split(
+        data, dataset, split_index, sensitive, target, test_size, random_state, n_components
+    )
+    try:
+        comparison = compare_split(
+            split,
+            n_components=n_components,
+            random_state=random_state,
+            time_budget=time_budget,
+            progress=_progress,
+        )
+    except (ValueError, TypeError) as exc:
+        raise click.UsageError(str(exc)) from exc
+    _print_and_write(comparison, output, source)
+
+
+def _resolve_split(
+    data, dataset, split_index, sensitive, target, test_size, random_state, n_components
+):
+    """The train/test split the options name, and a one-line description of the data.
+
+    ``--dataset``: the paper protocol's split; ``--data``: the CSV split by
+    :func:`fairpca.compare.make_split`; neither: the built-in synthetic set.
+    """
+    from fairpca.compare import make_split
+
     if dataset is not None:
         if data is not None:
             raise click.UsageError("--data and --dataset are mutually exclusive.")
@@ -321,35 +373,29 @@ def compare(
         source = f"{dataset} ({split.description})"
         n_rows, n_features = split.X_train.shape[0] + split.X_test.shape[0], split.X_train.shape[1]
         _echo_data(source, n_rows, n_features, n_components)
-        try:
-            comparison = compare_split(split, **options)
-        except (ValueError, TypeError) as exc:
-            raise click.UsageError(str(exc)) from exc
-    else:
-        if split_index is not None:
-            raise click.UsageError("--split needs --dataset.")
-        if data is None:
-            if sensitive is not None or target is not None:
-                raise click.UsageError("--sensitive and --target need --data.")
-            from fairpca.datasets import make_gaussian_groups
+        return split, source
+    if split_index is not None:
+        raise click.UsageError("--split needs --dataset.")
+    if data is None:
+        if sensitive is not None or target is not None:
+            raise click.UsageError("--sensitive and --target need --data.")
+        from fairpca.datasets import make_gaussian_groups
 
-            X, s, y = make_gaussian_groups(random_state=random_state, return_target=True)
-            source = "built-in synthetic data (make_gaussian_groups)"
-        else:
-            if sensitive is None:
-                raise click.UsageError(
-                    "--data needs --sensitive COLUMN naming the protected group."
-                )
-            X, s, y = _read_csv(data, sensitive, target)
-            source = str(data)
-        _echo_data(source, X.shape[0], X.shape[1], n_components)
-        try:
-            comparison = compare_methods(
-                X, s, y, test_size=0.3 if test_size is None else test_size, **options
-            )
-        except (ValueError, TypeError) as exc:
-            raise click.UsageError(str(exc)) from exc
-    _print_and_write(comparison, output)
+        X, s, y = make_gaussian_groups(random_state=random_state, return_target=True)
+        source = "built-in synthetic data (make_gaussian_groups)"
+    else:
+        if sensitive is None:
+            raise click.UsageError("--data needs --sensitive COLUMN naming the protected group.")
+        X, s, y = _read_csv(data, sensitive, target)
+        source = str(data)
+    _echo_data(source, X.shape[0], X.shape[1], n_components)
+    try:
+        split = make_split(
+            X, s, y, test_size=0.3 if test_size is None else test_size, random_state=random_state
+        )
+    except (ValueError, TypeError) as exc:
+        raise click.UsageError(str(exc)) from exc
+    return split, f"{source}; {split.description}"
 
 
 def _progress(message):
@@ -373,7 +419,7 @@ def _load_dataset(name, split_index):
         raise click.ClickException(f"cannot load data set {name!r}: {exc}") from exc
 
 
-def _print_and_write(comparison, output):
+def _print_and_write(comparison, output, source):
     import pandas as pd
 
     table = comparison.table
@@ -392,8 +438,144 @@ def _print_and_write(comparison, output):
     if output is not None:
         fairness = [c for c in ("reconstruction_error_gap", "mmd2") if c in table.columns]
         with _staged(output) as staging:
-            written = _write_outputs(comparison, staging, fairness, _progress)
+            written = _write_outputs(comparison, staging, fairness, _progress, source)
         click.echo(f"wrote {', '.join(written)} to {output}")
+
+
+@cli.command()
+@_data_options
+@click.option(
+    "--metric",
+    "metrics",
+    multiple=True,
+    type=click.Choice(FAIRNESS_METRICS),
+    help=(
+        "Fairness metric (lower is fairer), repeatable [default: reconstruction_error_gap "
+        "and mmd2, and demographic_parity_difference with --target]."
+    ),
+)
+@click.option(
+    "--n-bootstrap",
+    type=click.IntRange(min=1),
+    default=200,
+    show_default=True,
+    help="Bootstrap resamples of the held-out rows for the intervals.",
+)
+@click.option(
+    "--jobs",
+    "n_jobs",
+    type=int,
+    default=1,
+    show_default=True,
+    help="Settings fitted at once (-1: one per core).",
+)
+@click.option(
+    "--output",
+    type=click.Path(file_okay=False, path_type=Path),
+    help=(
+        "Directory for tradeoff.csv, the frontier plot (tradeoff.png, tradeoff.svg) and "
+        "report.html, one self-contained file (written only once everything is computed)."
+    ),
+)
+@click.option("--force", is_flag=True, help="Write into --output even if it is not empty.")
+def tradeoff(
+    data,
+    dataset,
+    split_index,
+    sensitive,
+    target,
+    n_components,
+    test_size,
+    random_state,
+    metrics,
+    n_bootstrap,
+    n_jobs,
+    output,
+    force,
+):
+    """Sweep every method's fairness knob and show the fairness-variance frontier.
+
+    Each method is fitted on the training split at every setting of its grid
+    (fairpca.tradeoff.DEFAULT_GRIDS); retained variance and the fairness
+    metrics are measured on the held-out split with 95 % bootstrap intervals,
+    and the settings no other setting beats on every measure are marked.
+    """
+    from fairpca.tradeoff import tradeoff_curve_split
+
+    _check_output(output, force)
+    if n_jobs == 0 or n_jobs < -1:
+        raise click.UsageError(f"--jobs must be a positive number or -1, got {n_jobs}.")
+    split, source = _resolve_split(
+        data, dataset, split_index, sensitive, target, test_size, random_state, n_components
+    )
+    if not metrics:
+        metrics = ["reconstruction_error_gap", "mmd2"]
+        if split.y_train is not None:
+            metrics.append("demographic_parity_difference")
+    try:
+        curve = tradeoff_curve_split(
+            split,
+            metrics=list(metrics),
+            n_components=n_components,
+            n_bootstrap=n_bootstrap,
+            random_state=random_state,
+            n_jobs=n_jobs,
+            progress=_progress,
+        )
+    except (ValueError, TypeError) as exc:
+        raise click.UsageError(str(exc)) from exc
+    table = _curve_table(curve)
+    click.echo(_with_intervals(table, [QUALITY, *curve.attrs["metrics"]]).to_string())
+    if output is not None:
+        with _staged(output) as staging:
+            written = _write_tradeoff(curve, table, staging, source)
+        click.echo(f"wrote {', '.join(written)} to {output}")
+
+
+def _curve_table(curve):
+    """The curve without its estimator objects, one row per setting."""
+    return curve.drop(columns=["estimator"]).set_index(["method", "setting"])
+
+
+def _with_intervals(table, columns):
+    """Each column as ``estimate [low, high]`` text, and whether the row is on the frontier."""
+    shown = table[["on_frontier"]].copy()
+    for column in columns:
+        shown[column] = [
+            f"{v:.4g} [{lo:.4g}, {hi:.4g}]"
+            for v, lo, hi in zip(
+                table[column], table[f"{column}_low"], table[f"{column}_high"], strict=True
+            )
+        ]
+    return shown
+
+
+def _write_tradeoff(curve, table, output, source):
+    from fairpca._html import html_report
+    from fairpca.plotting import plot_tradeoff_curve
+
+    table.to_csv(output / "tradeoff.csv")
+    figure = plot_tradeoff_curve(curve)
+    figure.savefig(output / "tradeoff.png", dpi=120)
+    figure.savefig(output / "tradeoff.svg")
+    attrs = curve.attrs
+    facts = {
+        "data": source,
+        "target dimension d": attrs["n_components"],
+        "seed": attrs["random_state"],
+        "intervals": (
+            f"{attrs['confidence']:.0%} percentile bootstrap, {attrs['n_bootstrap']} resamples "
+            "of the held-out rows within each group (fits not repeated)"
+        ),
+    }
+    frontier = table[table["on_frontier"]]
+    sections = [
+        ("Frontier: settings no other setting beats on every measure", [frontier]),
+        ("Fairness against retained variance", [figure]),
+        ("Every setting", [table]),
+    ]
+    (output / "report.html").write_text(html_report("fairpca tradeoff", facts, sections))
+    return ["tradeoff.csv", "tradeoff.png", "tradeoff.svg", "report.html"]
 
 
 @cli.command()

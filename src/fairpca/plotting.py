@@ -8,6 +8,8 @@ or display it in a notebook.
 
 import numpy as np
 
+from fairpca.tradeoff import QUALITY, frontier_mask
+
 __all__ = [
     "plot_communality",
     "plot_group_errors",
@@ -16,6 +18,7 @@ __all__ = [
     "plot_protected_biplot",
     "plot_reproduction",
     "plot_tradeoff",
+    "plot_tradeoff_curve",
     "protected_loadings",
 ]
 
@@ -26,16 +29,6 @@ def _figure(**kwargs):
     except ImportError as exc:  # pragma: no cover - depends on environment
         raise ImportError('plotting needs matplotlib: pip install "fairpca[plot]"') from exc
     return Figure(**kwargs)
-
-
-def _pareto_mask(quality, unfairness):
-    """Rows not dominated by another (higher quality and lower unfairness)."""
-    keep = np.ones(len(quality), dtype=bool)
-    for i in range(len(quality)):
-        better = (quality >= quality[i]) & (unfairness <= unfairness[i])
-        strictly = (quality > quality[i]) | (unfairness < unfairness[i])
-        keep[i] = not np.any(better & strictly)
-    return keep
 
 
 def plot_tradeoff(table, fairness_columns, quality_column="explained_variance_ratio"):
@@ -72,7 +65,7 @@ def plot_tradeoff(table, fairness_columns, quality_column="explained_variance_ra
             ax.scatter(
                 unfairness[i], quality[i], marker=markers[i % len(markers)], s=60, label=name
             )
-        front = _pareto_mask(quality, unfairness)
+        front = frontier_mask(quality, unfairness)
         order = np.argsort(unfairness[front])
         ax.plot(unfairness[front][order], quality[front][order], "k--", lw=1, label="Pareto front")
         ax.scatter(
@@ -86,6 +79,66 @@ def plot_tradeoff(table, fairness_columns, quality_column="explained_variance_ra
     if len(missing):
         title += f"\n(not shown, no {quality_column}: {', '.join(map(str, missing))})"
     fig.suptitle(title)
+    return fig
+
+
+def plot_tradeoff_curve(curve, metrics=None):
+    """The fairness-variance trade-off of :func:`fairpca.tradeoff_curve`, with intervals.
+
+    One panel per fairness metric: every setting at (metric, retained
+    variance) with its bootstrap intervals as error bars, one marker per
+    method, each method's settings joined in grid order, and the settings
+    no other setting beats on that panel's two measures ringed and joined
+    (dashed).
+
+    Parameters
+    ----------
+    curve : pandas.DataFrame
+        From :func:`fairpca.tradeoff_curve`.
+    metrics : list of str, default=None
+        Metrics to plot (default: the curve's).
+
+    Returns
+    -------
+    fig : matplotlib.figure.Figure
+    """
+    metrics = list(curve.attrs.get("metrics", [])) if metrics is None else list(metrics)
+    missing = [m for m in metrics if m not in curve.columns]
+    if not metrics or missing:
+        raise ValueError(f"metrics {missing or metrics} are not columns of the curve.")
+    curve = curve[curve[QUALITY].notna()]
+    fig = _figure(figsize=(5.2 * len(metrics), 4.6), layout="constrained")
+    axes = fig.subplots(1, len(metrics), squeeze=False)[0]
+    markers = "osD^vP*Xh<>"
+    quality = curve[QUALITY].to_numpy(dtype=float)
+    for ax, metric in zip(axes, metrics, strict=True):
+        for i, (method, part) in enumerate(curve.groupby("method", sort=False)):
+            x, y = part[metric].to_numpy(float), part[QUALITY].to_numpy(float)
+            ax.errorbar(
+                x,
+                y,
+                xerr=[x - part[f"{metric}_low"], part[f"{metric}_high"] - x],
+                yerr=[y - part[f"{QUALITY}_low"], part[f"{QUALITY}_high"] - y],
+                marker=markers[i % len(markers)],
+                ms=6,
+                lw=1,
+                capsize=2,
+                label=method,
+            )
+        cost = curve[metric].to_numpy(dtype=float)
+        front = frontier_mask(quality, cost)
+        order = np.argsort(cost[front])
+        ax.plot(cost[front][order], quality[front][order], "k--", lw=1, label="frontier")
+        ax.scatter(cost[front], quality[front], s=160, facecolors="none", edgecolors="k")
+        ax.set_xlabel(f"{metric} (held out; lower is fairer)")
+        ax.set_ylabel(f"{QUALITY} (held out)")
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize="small", loc="best")
+    level = curve.attrs.get("confidence")
+    fig.suptitle(
+        "Fairness against retained variance"
+        + (f", {level:.0%} bootstrap intervals" if level else "")
+    )
     return fig
 
 
