@@ -15,6 +15,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import fairpca
 from fairpca._base import FairPCABase
+from fairpca.datasets import make_gaussian_groups
 
 
 class GroupBalancedPCA(FairPCABase):
@@ -210,7 +211,7 @@ def test_bad_input_fails_before_solving(grouped, change, error, match):
     [
         (0, ValueError, "between 1 and n_features=5"),
         (6, ValueError, "n_components=6"),
-        (2.5, TypeError, "must be an int"),
+        (2.5, ValueError, "must be an int between 1 and n_features=5, or a fraction"),
         ("2", TypeError, "must be an int"),
         (True, TypeError, "must be an int"),
     ],
@@ -277,3 +278,40 @@ def test_group_blind_refit_keeps_no_attribute_of_the_fair_fit(cls):
     assert fair_attributes - set(vars(est)), "the fair fit should have had its own attributes"
     assert est.n_iter_ == 1 and est.converged_
     np.testing.assert_allclose(est.components_, PCA(n_components=2).fit(X).components_, atol=1e-8)
+
+
+@pytest.mark.parametrize("cls", fairpca.all_estimators(), ids=lambda c: c.__name__)
+@pytest.mark.parametrize("fraction", [0.3, 0.8])
+def test_fraction_n_components_fits_the_pca_number_of_components(cls, fraction):
+    from sklearn.decomposition import PCA
+
+    X, s = make_gaussian_groups(n_samples=400, n_features=7, random_state=2)
+    d = PCA(n_components=fraction).fit(X).n_components_
+    params = {"random_state": 0} if "random_state" in cls().get_params() else {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        by_fraction = cls(n_components=fraction, **params).fit(X, sensitive_features=s)
+        by_count = cls(n_components=d, **params).fit(X, sensitive_features=s)
+    np.testing.assert_allclose(by_fraction.components_, by_count.components_, atol=1e-10)
+
+
+def test_fraction_n_components_on_dask_and_partial_fit_and_bad_values():
+    from sklearn.decomposition import PCA
+
+    da = pytest.importorskip("dask.array")
+    X, s = make_gaussian_groups(n_samples=600, n_features=6, random_state=3)
+    d = PCA(n_components=0.7).fit(X).n_components_
+    lazy = fairpca.MeanMatchingFairPCA(n_components=0.7).fit(
+        da.from_array(X, chunks=(200, 6)), sensitive_features=s
+    )
+    streamed = fairpca.MeanMatchingFairPCA(n_components=0.7)
+    for start in range(0, 600, 300):
+        streamed.partial_fit(X[start : start + 300], sensitive_features=s[start : start + 300])
+    assert lazy.n_components_ == streamed.n_components_ == d
+    for bad in (0.0, 1.0, 1.5, -0.2, float("nan")):
+        est = fairpca.MeanMatchingFairPCA(n_components=bad)
+        with pytest.raises(ValueError, match="fraction of the variance in"):
+            est.fit(X, sensitive_features=s)
+        assert not hasattr(est, "components_")
+    with pytest.raises(TypeError, match="must be an int or a fraction"):
+        fairpca.MeanMatchingFairPCA(n_components="2").fit(X, sensitive_features=s)

@@ -32,6 +32,7 @@ from fairpca._validation import (
     check_estimator_data,
     check_n_components,
     check_sensitive_features,
+    components_for_fraction,
     split_sensitive_features,
 )
 from fairpca._warnings import warn
@@ -152,6 +153,11 @@ def record_dask_features(estimator, n_features, columns):
         estimator.__dict__.pop("feature_names_in_", None)
 
 
+def _resolve_fraction(d, moments):
+    """``d``, or for a fraction of variance the number of PCA components that reach it."""
+    return components_for_fraction(d, moments.covariance()) if isinstance(d, float) else d
+
+
 def _single_group_moments(X):
     """Moments of all rows of ``X`` as one group (for group-blind fits)."""
     return GroupMoments._from_codes(X, np.zeros(X.shape[0], dtype=np.intp), np.array([0]))
@@ -184,6 +190,13 @@ class FairPCABase(
 
     Subclasses store their hyper-parameters in ``__init__`` (``n_components``
     among them) and implement ``_fit_components``; this class does the rest.
+
+    ``n_components`` may be an int, or a float in (0, 1) as in scikit-learn's
+    PCA: the method then fits the smallest number ``d`` of components whose
+    *PCA* components explain more than that share of the pooled training
+    variance (:func:`~fairpca._validation.components_for_fraction`); the
+    fair components themselves explain at most that much (see
+    ``explained_variance_ratio_``), fairness costing variance.
 
     The fitted map is ``transform(X) = ((X - mean_) @ components_.T) * sqrt(component_scales_)``
     and ``inverse_transform(Z) = (Z * sqrt(component_scales_)) @ components_ + mean_``,
@@ -347,7 +360,7 @@ class FairPCABase(
         # infinities itself: no separate scan of X.
         X = self._validate_X(X, reset=True, ensure_all_finite=False)
         n_samples, n_features = X.shape
-        d = check_n_components(self.n_components, n_features)
+        d = check_n_components(self.n_components, n_features, allow_fraction=True)
         self._grouped_moments = sensitive_features is not None
         if sensitive_features is None:
             warn(
@@ -376,6 +389,7 @@ class FairPCABase(
         self.mean_ = moments.pooled_mean
         self.groups_, self.group_counts_ = groups, moments.counts
         Xc = X - self.mean_
+        d = _resolve_fraction(d, moments)
         components, scales = self._fit_components(Xc, codes, moments, y, d)
         self.moments_ = moments
         self._set_components(components, scales, Xc=Xc)
@@ -395,7 +409,7 @@ class FairPCABase(
         _, da = _import_dask(f"{name}.fit")
         X, columns = _dask_rows(X, da)
         record_dask_features(self, X.shape[1], columns)
-        d = check_n_components(self.n_components, self.n_features_in_)
+        d = check_n_components(self.n_components, self.n_features_in_, allow_fraction=True)
         grouped = sensitive_features is not None
         if grouped:
             moments, labels, names = attribute_moments_dask(
@@ -424,6 +438,7 @@ class FairPCABase(
         ``dask_input`` is ``(X, labels, y)`` of a fit on Dask collections, passed
         on to :meth:`_fit_components_dask`; otherwise only ``moments`` is read.
         """
+        d = _resolve_fraction(d, moments)
         self.mean_ = moments.pooled_mean
         # Scatter of all rows around the pooled mean: sum_a n_a M_a.
         scatter = np.einsum("a,aij->ij", moments.counts, moments.second_moment("pooled"))
@@ -474,7 +489,7 @@ class FairPCABase(
         first = not hasattr(self, "moments_")
         # The moment pass below rejects NaN and infinities.
         X = check_estimator_data(self, X, reset=first, ensure_all_finite=False)
-        d = check_n_components(self.n_components, X.shape[1])
+        d = check_n_components(self.n_components, X.shape[1], allow_fraction=True)
         grouped = sensitive_features is not None
         if not first and grouped != self._grouped_moments:
             raise ValueError(

@@ -17,6 +17,7 @@ __all__ = [
     "check_estimator_data",
     "check_number",
     "check_n_components",
+    "components_for_fraction",
     "check_sensitive_features",
 ]
 
@@ -447,29 +448,70 @@ def check_number(
     return float(value)
 
 
-def check_n_components(n_components, n_features, name="n_components"):
+def check_n_components(n_components, n_features, name="n_components", *, allow_fraction=False):
     """Check that ``1 <= n_components <= n_features`` and return it as ``int``.
 
     Parameters
     ----------
-    n_components : int
-        Requested target dimension.
+    n_components : int or float
+        Requested target dimension; with ``allow_fraction`` also a float in
+        (0, 1), a share of variance to keep, returned as a float for
+        :func:`components_for_fraction` to resolve once the data are known.
     n_features : int
         Number of features of the data.
     name : str, default="n_components"
         Argument name used in error messages.
+    allow_fraction : bool, default=False
+        Whether a fraction is accepted.
 
     Returns
     -------
-    n_components : int
+    n_components : int or float
     """
-    if isinstance(n_components, (bool, np.bool_)) or not isinstance(n_components, numbers.Integral):
+    integral = isinstance(n_components, numbers.Integral)
+    if isinstance(n_components, (bool, np.bool_)) or not isinstance(n_components, numbers.Real):
         raise TypeError(
-            f"{name} must be an int, got {n_components!r} of type {type(n_components).__name__}."
+            f"{name} must be an int{' or a fraction in (0, 1)' if allow_fraction else ''}, "
+            f"got {n_components!r} of type {type(n_components).__name__}."
         )
+    if not integral:
+        if not allow_fraction:
+            raise TypeError(
+                f"{name} must be an int, got {n_components!r} of type "
+                f"{type(n_components).__name__}."
+            )
+        if not 0 < n_components < 1:
+            raise ValueError(
+                f"{name}={n_components!r} must be an int between 1 and n_features="
+                f"{n_features}, or a fraction of the variance in (0, 1)."
+            )
+        return float(n_components)
     if not 1 <= n_components <= n_features:
         raise ValueError(f"{name}={n_components} must be between 1 and n_features={n_features}.")
     return int(n_components)
+
+
+def components_for_fraction(fraction, covariance):
+    """The smallest ``d`` whose principal components explain more than ``fraction``.
+
+    The rule of :class:`sklearn.decomposition.PCA` for a float
+    ``n_components``, applied to the pooled training covariance: the fair
+    method then fits ``d`` components (which explain at most that much).
+
+    Parameters
+    ----------
+    fraction : float in (0, 1)
+    covariance : ndarray of shape (p, p)
+
+    Returns
+    -------
+    d : int
+    """
+    values = np.clip(np.linalg.eigvalsh(covariance)[::-1], 0.0, None)
+    if not values.sum() > 0:
+        return 1
+    ratio = np.cumsum(values) / values.sum()
+    return int(min(np.searchsorted(ratio, fraction, side="right") + 1, len(values)))
 
 
 def _plain(label):
