@@ -315,3 +315,62 @@ def test_fraction_n_components_on_dask_and_partial_fit_and_bad_values():
         assert not hasattr(est, "components_")
     with pytest.raises(TypeError, match="must be an int or a fraction"):
         fairpca.MeanMatchingFairPCA(n_components="2").fit(X, sensitive_features=s)
+
+
+#: Largest difference between a weighted fit and the fit on repeated rows: the
+#: moments agree to rounding; MinMaxLossFairPCA's iterative dual then ends within
+#: about 1e-10 (ConvexFairPCA's SCS is run to tol 1e-8 below, not its default 1e-6).
+_WEIGHT_TOL = {"MinMaxLossFairPCA": 1e-9}
+
+
+@pytest.mark.parametrize("cls", fairpca.all_estimators(), ids=lambda c: c.__name__)
+def test_integer_sample_weight_equals_repeating_rows(cls):
+    X, s = make_gaussian_groups(n_samples=300, n_features=6, random_state=4)
+    w = np.random.default_rng(4).integers(0, 4, size=300)
+    params = {"random_state": 0} if "random_state" in cls().get_params() else {}
+    if cls is fairpca.ConvexFairPCA:
+        params["tol"] = 1e-8
+    est = cls(n_components=2, **params)
+    if not cls._moments_only:
+        with pytest.raises(TypeError, match="does not support sample_weight"):
+            est.fit(X, sensitive_features=s, sample_weight=w)
+        assert not hasattr(est, "n_features_in_")
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        weighted = est.fit(X, sensitive_features=s, sample_weight=w)
+        repeated = cls(n_components=2, **params).fit(
+            np.repeat(X, w, 0), sensitive_features=np.repeat(s, w)
+        )
+    tol = _WEIGHT_TOL.get(cls.__name__, 1e-10)
+    np.testing.assert_allclose(weighted.components_, repeated.components_, atol=tol)
+    np.testing.assert_allclose(weighted.explained_variance_, repeated.explained_variance_, rtol=tol)
+    np.testing.assert_allclose(weighted.group_counts_, repeated.group_counts_)
+
+
+def test_sample_weight_in_partial_fit_and_bad_weights():
+    da = pytest.importorskip("dask.array")
+    X, s = make_gaussian_groups(n_samples=400, n_features=5, random_state=5)
+    w = np.random.default_rng(5).uniform(0, 2, size=400)
+    ref = fairpca.MeanMatchingFairPCA().fit(X, sensitive_features=s, sample_weight=w)
+    streamed = fairpca.MeanMatchingFairPCA()
+    for start in range(0, 400, 150):
+        rows = slice(start, start + 150)
+        streamed.partial_fit(X[rows], sensitive_features=s[rows], sample_weight=w[rows])
+    np.testing.assert_allclose(streamed.components_, ref.components_, atol=1e-10)
+    # Zero weights drop rows.
+    keep = w > 0.5
+    dropped = fairpca.MeanMatchingFairPCA().fit(X[keep], sensitive_features=s[keep])
+    zeroed = fairpca.MeanMatchingFairPCA().fit(X, sensitive_features=s, sample_weight=keep * 1.0)
+    np.testing.assert_allclose(zeroed.components_, dropped.components_, atol=1e-10)
+    est = fairpca.MeanMatchingFairPCA()
+    for bad, error in ((np.full(400, np.nan), ValueError), (-w, ValueError), (w[:5], ValueError)):
+        with pytest.raises(error, match="sample_weight"):
+            est.fit(X, sensitive_features=s, sample_weight=bad)
+        assert not hasattr(est, "components_")
+    with pytest.raises(TypeError, match="not supported on Dask input"):
+        est.fit(da.from_array(X, chunks=100), sensitive_features=s, sample_weight=w)
+    erased = fairpca.LinearErasure().fit(X, sensitive_features=s, sample_weight=np.repeat(2, 400))
+    np.testing.assert_allclose(
+        erased.erasure_, fairpca.LinearErasure().fit(X, sensitive_features=s).erasure_, atol=1e-12
+    )

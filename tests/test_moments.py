@@ -270,3 +270,29 @@ def test_covariate_cross_moments_match_numpy_and_merge_and_dask():
     )
     for got, want in zip(lazy.cross_covariance(), whole.cross_covariance(), strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+
+
+def test_weighted_moments_equal_repeated_rows():
+    rng = np.random.default_rng(12)
+    X = rng.normal(size=(500, 4)) * 2 + 50  # an offset: the shifted pass must stay exact
+    s = rng.integers(0, 3, size=500)
+    Z = rng.normal(size=(500, 1))
+    w = rng.integers(0, 4, size=500)
+    weighted = GroupMoments.from_arrays(X, s, Z, sample_weight=w)
+    repeated = GroupMoments.from_arrays(np.repeat(X, w, 0), np.repeat(s, w), np.repeat(Z, w, 0))
+    np.testing.assert_allclose(weighted.counts, repeated.counts)
+    np.testing.assert_allclose(weighted.means, repeated.means, rtol=1e-12)
+    np.testing.assert_allclose(weighted.scatters, repeated.scatters, rtol=1e-10, atol=1e-9)
+    np.testing.assert_allclose(weighted.cross_scatters, repeated.cross_scatters, atol=1e-9)
+    assert weighted.n_samples == w.sum()
+    # Weighted and unweighted parts merge (float and integer counts).
+    merged = weighted.merge(GroupMoments.from_arrays(X[:50], s[:50], Z[:50]))
+    both = GroupMoments.from_arrays(
+        np.vstack([np.repeat(X, w, 0), X[:50]]),
+        np.concatenate([np.repeat(s, w), s[:50]]),
+        np.vstack([np.repeat(Z, w, 0), Z[:50]]),
+    )
+    np.testing.assert_allclose(merged.scatters, both.scatters, rtol=1e-10, atol=1e-9)
+    for bad, match in ((-w, "non-negative"), (w[:10], "one weight per row"), (0 * w, "zero")):
+        with pytest.raises(ValueError, match=match):
+            GroupMoments.from_arrays(X, s, sample_weight=bad)

@@ -31,6 +31,7 @@ from fairpca._validation import (
     check_data,
     check_estimator_data,
     check_n_components,
+    check_sample_weight,
     check_sensitive_features,
     components_for_fraction,
     split_sensitive_features,
@@ -70,7 +71,9 @@ def forget_fit(estimator):
         delattr(estimator, name)
 
 
-def attribute_moments(X, sensitive_features, continuous=None, *, min_groups=2, min_group_size=1):
+def attribute_moments(
+    X, sensitive_features, continuous=None, *, min_groups=2, min_group_size=1, weights=None
+):
     """Group moments of in-memory data whose attribute table may hold continuous columns.
 
     The categorical columns of ``sensitive_features`` give the groups (their
@@ -80,6 +83,8 @@ def attribute_moments(X, sensitive_features, continuous=None, *, min_groups=2, m
     categorical column all rows form one group, labelled 0. Labels are checked
     before the pass; whether the covariates vary is checked after it by
     :func:`moments_problem`.
+
+    ``weights`` are validated sample weights (or None).
 
     Returns
     -------
@@ -99,7 +104,7 @@ def attribute_moments(X, sensitive_features, continuous=None, *, min_groups=2, m
         groups, codes = check_sensitive_features(
             categorical, n_samples, min_groups=min_groups, min_group_size=min_group_size
         )
-    return GroupMoments._from_codes(X, codes, groups, covariates), codes, names
+    return GroupMoments._from_codes(X, codes, groups, covariates, weights), codes, names
 
 
 def attribute_moments_dask(X, sensitive_features, continuous, da):
@@ -158,9 +163,10 @@ def _resolve_fraction(d, moments):
     return components_for_fraction(d, moments.covariance()) if isinstance(d, float) else d
 
 
-def _single_group_moments(X):
+def _single_group_moments(X, weights=None):
     """Moments of all rows of ``X`` as one group (for group-blind fits)."""
-    return GroupMoments._from_codes(X, np.zeros(X.shape[0], dtype=np.intp), np.array([0]))
+    codes = np.zeros(X.shape[0], dtype=np.intp)
+    return GroupMoments._from_codes(X, codes, np.array([0]), weights=weights)
 
 
 def _supports_moments_only(estimator):
@@ -318,6 +324,17 @@ class FairPCABase(
         return self._fit_components(None, None, moments, None, d)
 
     # ------------------------------------------------------------ validation
+    def _check_weights(self, sample_weight, n_samples, grouped):
+        """Validated sample weights, or None; refused where the method reads rows."""
+        if sample_weight is None:
+            return None
+        if grouped and not self._moments_only:
+            raise TypeError(
+                f"{type(self).__name__} does not support sample_weight: its fair fit reads "
+                "the rows themselves, not only their weighted moments."
+            )
+        return check_sample_weight(sample_weight, n_samples)
+
     def _validate_X(self, X, *, reset, ensure_all_finite=True):
         return check_estimator_data(
             self, X, reset=reset, ensure_all_finite=ensure_all_finite, min_samples=2 if reset else 1
@@ -325,7 +342,7 @@ class FairPCABase(
 
     # ------------------------------------------------------------------- fit
     @transactional
-    def fit(self, X, y=None, *, sensitive_features=None):
+    def fit(self, X, y=None, *, sensitive_features=None, sample_weight=None):
         """Fit the fair projection.
 
         Parameters
@@ -346,6 +363,11 @@ class FairPCABase(
             declare some columns continuous). If omitted, a ``UserWarning`` is
             issued and group-blind PCA is fitted. With a Dask DataFrame ``X``,
             pass Dask columns partitioned like ``X`` (e.g. of the same DataFrame).
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative frequency weights: every moment is weighted, so integer
+            weights give the fit on the rows repeated that many times. Only
+            for the methods that read the moments alone (not MMDFairPCA's
+            grouped fit), and not on Dask input.
 
         Returns
         -------
@@ -355,12 +377,18 @@ class FairPCABase(
         self._check_params()
         forget_fit(self)
         if _is_dask_collection(X) or _is_dask_collection(sensitive_features):
+            if sample_weight is not None:
+                raise TypeError(
+                    "sample_weight is not supported on Dask input; fit in memory or "
+                    "chunk by chunk with partial_fit(..., sample_weight=...)."
+                )
             return self._fit_dask(X, y, sensitive_features)
         # The moment pass, which precedes any other use of X, rejects NaN and
         # infinities itself: no separate scan of X.
         X = self._validate_X(X, reset=True, ensure_all_finite=False)
         n_samples, n_features = X.shape
         d = check_n_components(self.n_components, n_features, allow_fraction=True)
+        weights = self._check_weights(sample_weight, n_samples, sensitive_features is not None)
         self._grouped_moments = sensitive_features is not None
         if sensitive_features is None:
             warn(
@@ -368,7 +396,7 @@ class FairPCABase(
                 "fitting group-blind PCA. Pass sensitive_features=... to fit a fair projection.",
                 UserWarning,
             )
-            self._fit_moments(_single_group_moments(X), d, grouped=False)
+            self._fit_moments(_single_group_moments(X, weights), d, grouped=False)
             return self
         if y is not None:
             y = _check_target(y, n_samples)
@@ -377,6 +405,7 @@ class FairPCABase(
             sensitive_features,
             self._continuous_columns(),
             min_group_size=self._min_group_size,
+            weights=weights,
         )
         problem = moments_problem(moments, names, self._min_group_size)
         if problem:
@@ -458,7 +487,7 @@ class FairPCABase(
 
     @available_if(_supports_moments_only)
     @transactional
-    def partial_fit(self, X, y=None, *, sensitive_features=None):
+    def partial_fit(self, X, y=None, *, sensitive_features=None, sample_weight=None):
         """Update the fit with one more chunk of rows.
 
         The chunk's group moments are merged into ``moments_`` (exactly, by the
@@ -479,6 +508,8 @@ class FairPCABase(
             Ignored.
         sensitive_features : array-like of shape (n_chunk,)
             Group of each row; give it in every call or in none (group-blind PCA).
+        sample_weight : array-like of shape (n_chunk,), default=None
+            Frequency weights of this chunk's rows (as in :meth:`fit`).
 
         Returns
         -------
@@ -491,6 +522,7 @@ class FairPCABase(
         X = check_estimator_data(self, X, reset=first, ensure_all_finite=False)
         d = check_n_components(self.n_components, X.shape[1], allow_fraction=True)
         grouped = sensitive_features is not None
+        weights = self._check_weights(sample_weight, X.shape[0], grouped)
         if not first and grouped != self._grouped_moments:
             raise ValueError(
                 "sensitive_features must be given in every partial_fit call or in none; "
@@ -499,7 +531,7 @@ class FairPCABase(
         names = None
         if grouped:
             part, _, names = attribute_moments(
-                X, sensitive_features, self._continuous_columns(), min_groups=1
+                X, sensitive_features, self._continuous_columns(), min_groups=1, weights=weights
             )
         else:
             warn(
@@ -507,7 +539,7 @@ class FairPCABase(
                 "fitting group-blind PCA.",
                 UserWarning,
             )
-            part = _single_group_moments(X)
+            part = _single_group_moments(X, weights)
         if not first:
             try:
                 part = self.moments_.merge(part)

@@ -16,6 +16,7 @@ __all__ = [
     "check_data",
     "check_estimator_data",
     "check_number",
+    "check_sample_weight",
     "check_n_components",
     "components_for_fraction",
     "check_sensitive_features",
@@ -406,6 +407,31 @@ def check_covariates(covariates, n_samples, names=None):
             "impute or drop those rows first."
         )
     return Z
+
+
+def check_sample_weight(sample_weight, n_samples):
+    """Validate frequency weights: finite, non-negative, one per row, not all zero.
+
+    Returns
+    -------
+    weights : ndarray of shape (n_samples,), dtype float64
+    """
+    try:
+        weights = np.asarray(sample_weight, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"sample_weight must be real numbers: {exc}") from exc
+    if weights.ndim != 1 or weights.shape[0] != n_samples:
+        raise ValueError(
+            f"sample_weight must be 1-D with one weight per row of X ({n_samples}), got "
+            f"shape {weights.shape}."
+        )
+    if not np.all(np.isfinite(weights)):
+        raise ValueError("sample_weight contains NaN or infinite values.")
+    if np.any(weights < 0):
+        raise ValueError("sample_weight must be non-negative.")
+    if not weights.sum() > 0:
+        raise ValueError("sample_weight sums to zero: there is nothing to fit.")
+    return weights
 
 
 def check_number(

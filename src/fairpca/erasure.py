@@ -47,7 +47,7 @@ from fairpca._base import (
     transactional,
 )
 from fairpca._dask import _dask_rows, _import_dask, _is_dask_collection
-from fairpca._validation import check_estimator_data
+from fairpca._validation import check_estimator_data, check_sample_weight
 from fairpca._warnings import warn
 from fairpca.mean_matching import _ATTRIBUTE_MODES, constraint_bases, constraint_columns
 
@@ -154,7 +154,7 @@ class LinearErasure(TransformerMixin, BaseEstimator):
         self.continuous_attributes = continuous_attributes
 
     @transactional
-    def fit(self, X, y=None, *, sensitive_features=None):
+    def fit(self, X, y=None, *, sensitive_features=None, sample_weight=None):
         """Fit the eraser from the group moments of ``X``.
 
         Parameters
@@ -166,12 +166,15 @@ class LinearErasure(TransformerMixin, BaseEstimator):
             Group label of each row (at least two groups), or one column per
             attribute (categorical ones give intersectional groups; see
             ``continuous_attributes``).
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative frequency weights of the rows (weighted moments; not on
+            Dask input).
 
         Returns
         -------
         self : LinearErasure
         """
-        moments, names = self._moments(X, sensitive_features, reset=True)
+        moments, names = self._moments(X, sensitive_features, sample_weight, reset=True)
         problem = moments_problem(moments, names)
         if problem:
             raise ValueError(problem)
@@ -179,14 +182,16 @@ class LinearErasure(TransformerMixin, BaseEstimator):
         return self
 
     @transactional
-    def partial_fit(self, X, y=None, *, sensitive_features=None):
+    def partial_fit(self, X, y=None, *, sensitive_features=None, sample_weight=None):
         """Merge one more chunk of rows into the moments and refit the eraser.
 
         After the last chunk the eraser equals :meth:`fit` on all rows up to
         rounding.
         """
         first = not hasattr(self, "moments_")
-        moments, names = self._moments(X, sensitive_features, reset=first, partial=True)
+        moments, names = self._moments(
+            X, sensitive_features, sample_weight, reset=first, partial=True
+        )
         if not first:
             moments = self.moments_.merge(moments)
         problem = moments_problem(moments, names)
@@ -200,7 +205,7 @@ class LinearErasure(TransformerMixin, BaseEstimator):
         self._fit_moments(moments, identity=problem is not None)
         return self
 
-    def _moments(self, X, sensitive_features, *, reset, partial=False):
+    def _moments(self, X, sensitive_features, sample_weight, *, reset, partial=False):
         if self.attributes not in _ATTRIBUTE_MODES:
             raise ValueError(
                 f"attributes must be one of {_ATTRIBUTE_MODES}, got {self.attributes!r}."
@@ -212,6 +217,8 @@ class LinearErasure(TransformerMixin, BaseEstimator):
             )
         continuous = self.continuous_attributes
         if _is_dask_collection(X) or _is_dask_collection(sensitive_features):
+            if sample_weight is not None:
+                raise TypeError("sample_weight is not supported on Dask input.")
             _, da = _import_dask("LinearErasure.fit")
             X, columns = _dask_rows(X, da)
             if reset:
@@ -224,8 +231,11 @@ class LinearErasure(TransformerMixin, BaseEstimator):
             moments, _, names = attribute_moments_dask(X, sensitive_features, continuous, da)
         else:
             X = check_estimator_data(self, X, reset=reset, ensure_all_finite=False)
+            weights = None
+            if sample_weight is not None:
+                weights = check_sample_weight(sample_weight, X.shape[0])
             moments, _, names = attribute_moments(
-                X, sensitive_features, continuous, min_groups=1 if partial else 2
+                X, sensitive_features, continuous, min_groups=1 if partial else 2, weights=weights
             )
         return moments, names
 

@@ -27,7 +27,12 @@ from fairpca._dask import (
     _import_dask,
     _merge_parts,
 )
-from fairpca._validation import check_covariates, check_data, check_sensitive_features
+from fairpca._validation import (
+    check_covariates,
+    check_data,
+    check_sample_weight,
+    check_sensitive_features,
+)
 
 __all__ = ["GroupMoments"]
 
@@ -43,8 +48,9 @@ class GroupMoments:
     ----------
     groups : ndarray of shape (n_groups,)
         Sorted distinct group labels.
-    counts : ndarray of shape (n_groups,), dtype int64
-        Rows in each group.
+    counts : ndarray of shape (n_groups,), dtype int64 or float64
+        Rows in each group; with sample weights, the total weight of its rows
+        (float), every sum below being weighted the same way.
     means : ndarray of shape (n_groups, n_features)
         Group means.
     scatters : ndarray of shape (n_groups, n_features, n_features)
@@ -68,7 +74,7 @@ class GroupMoments:
 
     # ------------------------------------------------------------------ build
     @classmethod
-    def from_arrays(cls, X, sensitive_features, covariates=None):
+    def from_arrays(cls, X, sensitive_features, covariates=None, sample_weight=None):
         """Compute the moments of in-memory data.
 
         Parameters
@@ -79,6 +85,9 @@ class GroupMoments:
             Group label of each row; None puts every row in one group (label 0).
         covariates : array-like of shape (n_samples, n_covariates), default=None
             Continuous attributes ``Z`` whose cross-moments with ``X`` are kept.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative frequency weights: the moments are those of the data
+            with each row repeated ``sample_weight[i]`` times (for integers).
 
         Returns
         -------
@@ -92,18 +101,24 @@ class GroupMoments:
             groups, codes = check_sensitive_features(sensitive_features, X.shape[0])
         if covariates is not None:
             covariates = check_covariates(covariates, X.shape[0])
-        return cls._from_codes(X, codes, groups, covariates)
+        if sample_weight is not None:
+            sample_weight = check_sample_weight(sample_weight, X.shape[0])
+        return cls._from_codes(X, codes, groups, covariates, sample_weight)
 
     @classmethod
-    def _from_codes(cls, X, codes, groups, covariates=None):
+    def _from_codes(cls, X, codes, groups, covariates=None, weights=None):
         """Moments of float data whose rows carry integer group codes.
 
         ``X`` may still hold NaN or infinities: the pass detects them and raises
         the same error as :func:`check_data`, so that callers need not scan ``X``
-        for them beforehand. ``covariates`` are validated float columns.
+        for them beforehand. ``covariates`` are validated float columns,
+        ``weights`` validated sample weights.
         """
-        counts = np.bincount(codes, minlength=len(groups)).astype(np.int64)
-        means, scatters = _group_scatters(X, codes, counts, covariates)
+        if weights is None:
+            counts = np.bincount(codes, minlength=len(groups)).astype(np.int64)
+        else:
+            counts = np.bincount(codes, weights=weights, minlength=len(groups))
+        means, scatters = _group_scatters(X, codes, counts, covariates, weights)
         return cls._from_joint(groups, counts, means, scatters, X.shape[1])
 
     @classmethod
@@ -262,7 +277,7 @@ class GroupMoments:
             )
         groups = np.union1d(self.groups, other.groups)
         width = self.n_features + self.n_covariates
-        counts = np.zeros(len(groups), dtype=np.int64)
+        counts = np.zeros(len(groups), dtype=np.result_type(self.counts, other.counts))
         means = np.zeros((len(groups), width))
         scatters = np.zeros((len(groups), width, width))
         for src in (self, other):
@@ -298,8 +313,8 @@ class GroupMoments:
 
     @property
     def n_samples(self):
-        """Total number of rows."""
-        return int(self.counts.sum())
+        """Total number of rows (total weight with sample weights)."""
+        return self.counts.sum().item()
 
     @property
     def proportions(self):
@@ -325,7 +340,7 @@ class GroupMoments:
         -------
         M : ndarray of shape (n_groups, n_features, n_features)
         """
-        counts = np.maximum(self.counts, 1)[:, None, None]
+        counts = np.where(self.counts > 0, self.counts, 1)[:, None, None]
         covariances = self.scatters / counts
         if isinstance(center, str):
             if center == "group":
@@ -381,7 +396,7 @@ _MIN_BLOCK_ROWS = 1024
 _MAX_CANCELLATION = 100.0
 
 
-def _group_scatters(X, codes, counts, covariates=None):
+def _group_scatters(X, codes, counts, covariates=None, weights=None):
     """Means and centred scatter matrices of each group, in one pass over ``X`` as a rule.
 
     Block by block, each group's rows are copied (a cache-sized copy, never a
@@ -404,6 +419,9 @@ def _group_scatters(X, codes, counts, covariates=None):
         Finite continuous attributes ``Z``; the moments are then those of the
         joint rows ``[x_i, z_i]`` (``Z`` is appended block by block, not copied
         whole).
+    weights : ndarray of shape (n_samples,) or None
+        Sample weights: every sum is weighted (``counts`` are then the groups'
+        total weights).
 
     Returns
     -------
@@ -419,11 +437,11 @@ def _group_scatters(X, codes, counts, covariates=None):
         shift = np.concatenate((shift, _rough_shift(covariates)))
     grams = np.zeros((n_groups, width, width))
     sums = np.zeros((n_groups, width))
-    grams[present], sums[present] = _block_sums(X, codes, present, shift, covariates)
+    grams[present], sums[present] = _block_sums(X, codes, present, shift, covariates, weights)
     diagonals = np.diagonal(grams, axis1=1, axis2=2)
     if not np.isfinite(diagonals).all():
         _raise_non_finite(X)
-    sizes = np.maximum(counts, 1)[:, None]
+    sizes = np.where(counts > 0, counts, 1)[:, None]
     delta = sums / sizes
     means = shift + delta
     scatters = grams - sizes[:, :, None] * delta[:, :, None] * delta[:, None, :]
@@ -433,7 +451,7 @@ def _group_scatters(X, codes, counts, covariates=None):
         cancellation = diagonals.max(axis=1) / np.diagonal(scatters, axis1=1, axis2=2).max(axis=1)
     redo = np.array([a for a in present if not cancellation[a] <= _MAX_CANCELLATION], np.intp)
     if len(redo):
-        grams, sums = _block_sums(X, codes, redo, means[redo], covariates)
+        grams, sums = _block_sums(X, codes, redo, means[redo], covariates, weights)
         delta = sums / counts[redo][:, None]
         means[redo] += delta
         scatters[redo] = grams - counts[redo][:, None, None] * delta[:, :, None] * delta[:, None, :]
@@ -458,7 +476,7 @@ def _rough_shift(X):
     return mean
 
 
-def _block_sums(X, codes, groups, shifts, covariates=None):
+def _block_sums(X, codes, groups, shifts, covariates=None, weights=None):
     """Shifted sums and Gram matrices of the rows of some groups, block by block.
 
     Parameters
@@ -472,6 +490,8 @@ def _block_sums(X, codes, groups, shifts, covariates=None):
     covariates : ndarray of shape (n_samples, n_covariates) or None
         Columns appended to each block of ``X``: the rows summed are then
         ``[x_i, z_i]`` and ``width = n_features + n_covariates``.
+    weights : ndarray of shape (n_samples,) or None
+        Weight of each row in both sums.
 
     Returns
     -------
@@ -492,11 +512,17 @@ def _block_sums(X, codes, groups, shifts, covariates=None):
             if covariates is not None:
                 block = np.concatenate((block, covariates[start : start + rows]), axis=1)
             for j, a in enumerate(groups):
-                selected = block.take(np.flatnonzero(block_codes == a), axis=0)
+                rows_of_a = np.flatnonzero(block_codes == a)
+                selected = block.take(rows_of_a, axis=0)
                 if shifts[j] is not None:
                     selected -= shifts[j]
-                grams[j] += selected.T @ selected
-                sums[j] += ones[: selected.shape[0]] @ selected
+                if weights is None:
+                    grams[j] += selected.T @ selected
+                    sums[j] += ones[: selected.shape[0]] @ selected
+                else:
+                    w = weights[start + rows_of_a]
+                    grams[j] += (selected * w[:, None]).T @ selected
+                    sums[j] += w @ selected
     return grams, sums
 
 
