@@ -374,3 +374,22 @@ def test_sample_weight_in_partial_fit_and_bad_weights():
     np.testing.assert_allclose(
         erased.erasure_, fairpca.LinearErasure().fit(X, sensitive_features=s).erasure_, atol=1e-12
     )
+
+
+@pytest.mark.parametrize(
+    "cls",
+    [*fairpca.all_estimators(), fairpca.FairKernelPCA, fairpca.LinearErasure],
+    ids=lambda c: c.__name__,
+)
+def test_attribute_table_cell_too_small_is_named(cls):
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(120, 5))
+    table = pd.DataFrame({"sex": rng.choice(["F", "M"], 120), "race": rng.choice(["a", "b"], 120)})
+    table.loc[7, "race"] = "c"  # the cell (sex of row 7, "c") has one row
+    est = cls()
+    if cls is fairpca.LinearErasure:  # a group mean needs one row: not too small for it
+        assert len(est.fit(X, sensitive_features=table).groups_) == 5
+        return
+    with pytest.raises(ValueError, match=rf"\('{table.loc[7, 'sex']}', 'c'\) \(1 rows\)"):
+        est.fit(X, sensitive_features=table)
+    assert not hasattr(est, "n_features_in_")
