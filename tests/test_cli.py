@@ -177,6 +177,10 @@ def test_compare_user_csv_writes_outputs(csv_file, tmp_path):
             ["--data", "{one}", "--sensitive", "sex", "--target", "label"],
             "at least 2 distinct groups",
         ),
+        (
+            ["--data", "{huge}", "--sensitive", "sex", "--target", "label"],
+            "feature column\\(s\\) 'x3' exceed",
+        ),
     ],
 )
 def test_compare_errors(csv_file, tmp_path, args, message):
@@ -186,11 +190,13 @@ def test_compare_errors(csv_file, tmp_path, args, message):
     small = pd.concat([frame[frame.sex == "male"], frame[frame.sex == "female"].iloc[:4]])
     small.to_csv(tmp_path / "small.csv", index=False)
     frame.assign(sex="male").to_csv(tmp_path / "one.csv", index=False)
+    frame.assign(x3=frame["x3"] * 1e200).to_csv(tmp_path / "huge.csv", index=False)
     files = {
         "csv": path,
         "bad": tmp_path / "bad.csv",
         "small": tmp_path / "small.csv",
         "one": tmp_path / "one.csv",
+        "huge": tmp_path / "huge.csv",
     }
     args = [a.format(**files) for a in args]
     result = CliRunner().invoke(cli, ["compare", *args])

@@ -295,3 +295,25 @@ def test_benchmark_routes_see_the_same_rows(monkeypatch):
     # Two groups of the intended 30 / 70 split with different means.
     assert set(np.unique(s)) == {0, 1} and 0.2 < s.mean() < 0.4
     assert np.abs(X[s == 0].mean(axis=0) - X[s == 1].mean(axis=0)).max() > 0.5
+
+
+def _second_partition(frame, change, partition_info=None):
+    """The frame, with ``change`` applied to partition 1 only (a partition that disagrees)."""
+    return change(frame) if partition_info["number"] == 1 else frame
+
+
+def test_dask_dataframe_partition_with_other_columns_is_refused_not_misread(data):
+    """A partition whose columns disagree with the declared ones never yields numbers."""
+    dd = pytest.importorskip("dask.dataframe")
+    import pandas as pd
+
+    X, s = data
+    columns = [f"c{j}" for j in range(X.shape[1])]
+    frame = dd.from_pandas(pd.DataFrame(X, columns=columns), npartitions=2)
+    labels = dd.from_pandas(pd.Series(s), npartitions=2)
+    for change in (lambda f: f[f.columns[::-1]], lambda f: f.rename(columns={"c0": "x"})):
+        odd = frame.map_partitions(_second_partition, change, meta=frame._meta)
+        est = MinMaxLossFairPCA(n_components=2)
+        with pytest.raises(ValueError, match="columns"):
+            est.fit(odd, sensitive_features=labels)
+        assert not hasattr(est, "components_")

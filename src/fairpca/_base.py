@@ -125,6 +125,11 @@ def moments_problem(moments, covariate_names=None, min_group_size=1):
     A fair projection needs two groups, or one group and continuous attributes
     that vary, and every group needs ``min_group_size`` rows.
     """
+    if not np.trace(moments.covariance()) > 0:
+        return (
+            "X has zero variance (every row is the same): every projection keeps the same "
+            "(zero) variance, so no fair projection is defined."
+        )
     try:
         if moments.n_covariates == 0:
             _check_n_groups(moments.groups)

@@ -14,6 +14,7 @@ __all__ = [
     "check_covariates",
     "split_sensitive_features",
     "check_data",
+    "check_magnitude",
     "check_estimator_data",
     "check_number",
     "check_sample_weight",
@@ -407,6 +408,37 @@ def check_covariates(covariates, n_samples, names=None):
             "impute or drop those rows first."
         )
     return Z
+
+
+#: Magnitudes of data whose squares (and sums of them) stay in the normal float64
+#: range: below 2^-480 (about 3e-145) squares leave it, above 2^500 (about 3e150)
+#: sums of squares over millions of rows overflow.
+_SMALLEST_MAGNITUDE, _LARGEST_MAGNITUDE = 2.0**-480, 2.0**500
+
+
+def check_magnitude(X, name="X"):
+    """Refuse nonzero data too small or too large in magnitude for second moments in float64.
+
+    Parameters
+    ----------
+    X : ndarray
+        Finite data.
+    name : str, default="X"
+    """
+    largest = float(np.max(np.abs(X), initial=0.0))
+    if 0 < largest < _SMALLEST_MAGNITUDE:
+        raise ValueError(
+            f"{name} is too small in magnitude (largest absolute value {largest:.3g}): its "
+            "squares fall below the normal float64 range, so second moments lose their "
+            "digits. Rescale it first (e.g. multiply by a power of ten, or standardise with "
+            "sklearn.preprocessing.StandardScaler)."
+        )
+    if largest > _LARGEST_MAGNITUDE:
+        raise ValueError(
+            f"{name} is too large in magnitude (largest absolute value {largest:.3g}): its "
+            "second moments overflow float64. Rescale it first (e.g. with "
+            "sklearn.preprocessing.StandardScaler)."
+        )
 
 
 def check_sample_weight(sample_weight, n_samples):

@@ -94,7 +94,7 @@ def _read_csv(path, sensitive, target):
     missing = [str(c) for c in features.columns if features[c].isna().any()]
     if missing:
         raise click.UsageError("feature column(s) with missing values: " + ", ".join(missing))
-    return features.to_numpy(dtype=float), frame[sensitive].to_numpy(), y
+    return features.astype(float), frame[sensitive].to_numpy(), y
 
 
 def _markdown(table, floatfmt=".4g"):

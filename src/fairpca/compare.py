@@ -310,8 +310,10 @@ def make_split(X, sensitive_features, y=None, *, test_size=0.3, random_state=0):
 
     Parameters
     ----------
-    X : array-like of shape (n_samples, n_features)
-        Numeric features.
+    X : array-like or DataFrame of shape (n_samples, n_features)
+        Numeric features (a DataFrame's column names become the split's
+        ``feature_names``; columns beyond about 1e150 in magnitude are refused
+        by name, their variance overflowing).
     sensitive_features : array-like of shape (n_samples,)
         Group labels; every group needs at least ``MIN_GROUP_ROWS`` rows.
     y : array-like of shape (n_samples,), default=None
@@ -328,10 +330,23 @@ def make_split(X, sensitive_features, y=None, *, test_size=0.3, random_state=0):
     from sklearn.model_selection import train_test_split
     from sklearn.preprocessing import StandardScaler
 
-    from fairpca._validation import check_data, check_sensitive_features
+    from fairpca._validation import _LARGEST_MAGNITUDE, check_data, check_sensitive_features
     from fairpca.experiments import Split
 
+    names = (
+        [str(c) for c in X.columns] if hasattr(X, "columns") else None
+    )  # a DataFrame's column names, for the messages and the split
     X = check_data(X, "X")
+    names = names or [f"x{j}" for j in range(X.shape[1])]
+    # StandardScaler squares the columns: name those whose variance would overflow.
+    huge = np.abs(X).max(axis=0, initial=0.0) > _LARGEST_MAGNITUDE
+    if huge.any():
+        listed = ", ".join(repr(n) for n, h in zip(names, huge, strict=True) if h)
+        raise ValueError(
+            f"feature column(s) {listed} exceed {_LARGEST_MAGNITUDE:.3g} in magnitude: their "
+            "variance overflows float64, so they cannot be standardised; rescale them "
+            "(e.g. divide by a power of ten) or drop them."
+        )
     groups, codes = check_sensitive_features(
         sensitive_features, X.shape[0], min_groups=2, min_group_size=MIN_GROUP_ROWS
     )
@@ -350,7 +365,7 @@ def make_split(X, sensitive_features, y=None, *, test_size=0.3, random_state=0):
         s_test=s_test,
         y_train=y_train,
         y_test=y_test,
-        feature_names=[f"x{j}" for j in range(X.shape[1])],
+        feature_names=names,
         n_dropped=0,
         description=(
             f"stratified {1 - test_size:.0%}/{test_size:.0%} train/test split "

@@ -85,6 +85,7 @@ from fairpca._validation import (
     _check_group_sizes,
     _check_n_groups,
     check_estimator_data,
+    check_magnitude,
     check_number,
     check_sensitive_features,
 )
@@ -495,6 +496,7 @@ class FairKernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
             self._fit_dask(X, sensitive_features, d)
             return None
         X = check_estimator_data(self, X, reset=True, min_samples=2)
+        check_magnitude(X)
         n = X.shape[0]
         if sensitive_features is None:
             warn(

@@ -803,11 +803,6 @@ class MMDFairPCA(FairPCABase):
         seeds = rng.randint(np.iinfo(np.int32).max, size=5)
         selected = self._select_rows(codes, moments.groups, y, np.random.RandomState(seeds[1]))
         sigma = moments.covariance()
-        if not np.trace(sigma) > 0:
-            raise ValueError(
-                "X has zero variance (every row is the same): all projected points are equal, "
-                "so neither the median bandwidth nor a fair projection is defined."
-            )
         wanted = [rows for _, rows, _ in selected]
         median = isinstance(self.bandwidth, str)  # "median", checked by _check_params
         if median:

@@ -30,6 +30,7 @@ from fairpca._dask import (
 from fairpca._validation import (
     check_covariates,
     check_data,
+    check_magnitude,
     check_sample_weight,
     check_sensitive_features,
 )
@@ -457,7 +458,28 @@ def _group_scatters(X, codes, counts, covariates=None, weights=None):
         scatters[redo] = grams - counts[redo][:, None, None] * delta[:, :, None] * delta[:, None, :]
     if not np.isfinite(scatters).all():
         _raise_non_finite(X)
+    _check_no_underflow(X, scatters, counts)
     return means, scatters
+
+
+#: Smallest mean square of a column around its mean that needs no second look
+#: (2^-960, about 1e-289): below it the data may be too small for float64.
+_MIN_SPREAD = 2.0**-960
+
+
+def _check_no_underflow(X, scatters, counts):
+    """Refuse data so small in magnitude that their second moments underflow.
+
+    The spread is read off the scatter diagonals (free); only when it is tiny
+    or zero is ``X`` scanned once more (:func:`check_magnitude`), to tell
+    constant data, which the methods handle, from values whose squares vanished.
+    """
+    present = counts > 0
+    spread = np.max(
+        np.diagonal(scatters[present], axis1=1, axis2=2) / counts[present][:, None], initial=0.0
+    )
+    if spread < _MIN_SPREAD:
+        check_magnitude(X)
 
 
 def _rough_shift(X):
