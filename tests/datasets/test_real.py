@@ -382,6 +382,26 @@ def test_checksum_mismatch_names_the_file(tmp_path):
         load_german_credit(data_home=tmp_path)
 
 
+@pytest.mark.requires_data("german_credit")
+def test_file_edited_in_place_with_size_and_mtime_restored_is_caught(tmp_path):
+    import os
+
+    target = tmp_path / "german_credit" / "german.data"
+    target.parent.mkdir()
+    original = (_data() / "german_credit/german.data").read_bytes()
+    target.write_bytes(original)
+    load_german_credit(data_home=tmp_path)  # verified and remembered
+    stat = target.stat()
+    edited = bytearray(original)
+    edited[100] = ord("9") if edited[100] != ord("9") else ord("8")
+    target.write_bytes(bytes(edited))  # same size
+    os.utime(target, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # same mtime
+    assert target.stat().st_size == stat.st_size
+    assert target.stat().st_mtime_ns == stat.st_mtime_ns
+    with pytest.raises(ValueError, match="checksum mismatch"):
+        load_german_credit(data_home=tmp_path)
+
+
 @pytest.mark.requires_data
 def test_wrong_column_count_names_the_file(tmp_path, monkeypatch):
     text = (_data() / "ecoli/Ecoli_Data.csv").read_text()

@@ -229,7 +229,9 @@ def _sha256(path, chunk_size=1 << 20):
 def _verify(path, expected):
     """Raise a ``ValueError`` naming ``path`` unless its SHA-256 is ``expected``."""
     stat = path.stat()
-    key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+    # The inode change time moves on every write and on every utime(), so a file
+    # edited and given back its size and mtime is hashed again.
+    key = (str(path.resolve()), stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
     actual = _VERIFIED.get(key)
     if actual is None:
         actual = _sha256(path)
