@@ -306,3 +306,24 @@ def test_german_credit_against_lee2022_table1():
         assert variances[-1] < 100 * explained_variance_ratio(split.X_test, pca) - 2
     assert abs(np.mean(variances) - 7.43) <= 0.59, variances
     assert np.mean(mmds) < 0.5 * np.mean(pca_mmds), (mmds, pca_mmds)
+
+
+def test_size_free_objective_does_not_depend_on_repeating_rows():
+    from fairpca.datasets import make_gaussian_groups
+
+    X, s = make_gaussian_groups(n_samples=200, n_features=5, random_state=3)
+    X2, s2 = np.vstack([X, X]), np.concatenate([s, s])
+
+    def projector(est):
+        return est.components_.T @ est.components_
+
+    def fit(data, labels, scale):
+        est = ConvexFairPCA(n_components=2, mu=1.0, objective_scale=scale, tol=1e-9)
+        return est.fit(data, sensitive_features=labels)
+
+    free = [fit(X, s, "size_free"), fit(X2, s2, "size_free")]
+    np.testing.assert_allclose(projector(free[0]), projector(free[1]), atol=1e-6)
+    paper = [fit(X, s, "paper"), fit(X2, s2, "paper")]
+    assert np.abs(projector(paper[0]) - projector(paper[1])).max() > 1e-4  # the documented move
+    with pytest.raises(ValueError, match="objective_scale must be"):
+        ConvexFairPCA(objective_scale="n").fit(X, sensitive_features=s)

@@ -65,22 +65,26 @@ def _import_cvxpy():
 # ---------------------------------------------------------------------------
 
 
-def _scaled_covariance(moments):
-    """Objective matrix of the original code: ``X^T X / (n ||X||_F)``, X centred.
+def _scaled_covariance(moments, objective_scale="paper"):
+    """Objective matrix: the original code's ``X^T X / (n ||X||_F)``, or its size-free form.
 
     Parameters
     ----------
     moments : GroupMoments
         Group moments of the training data.
+    objective_scale : {"paper", "size_free"}, default="paper"
+        See :class:`ConvexFairPCA`.
 
     Returns
     -------
     S : ndarray of shape (n_features, n_features)
         ``Sigma / sqrt(n tr Sigma)`` with ``Sigma`` the pooled covariance
-        (divisor ``n``), since ``||X||_F^2 = n tr Sigma``. Zero for constant data.
+        (divisor ``n``), since ``||X||_F^2 = n tr Sigma``; ``Sigma / sqrt(tr Sigma)``
+        for ``"size_free"``. Zero for constant data.
     """
     sigma = moments.covariance()
-    norm = np.sqrt(moments.n_samples * np.trace(sigma))
+    rows = moments.n_samples if objective_scale == "paper" else 1.0
+    norm = np.sqrt(rows * np.trace(sigma))
     return sigma / norm if norm > 0 else sigma
 
 
@@ -336,6 +340,14 @@ class ConvexFairPCA(FairPCABase):
     standardise the training data first, as the papers' protocols do, for the
     published ``mu`` and ``delta`` to mean what they meant there.
 
+    **Sample size.** The ``1 / sqrt(n)`` in the objective, and not in the
+    constraints, makes the answer depend on the number of rows: the same
+    data with every row repeated twice weighs the variance ``sqrt(2)`` times
+    less against the covariance penalty (the components move). With
+    ``objective_scale="size_free"`` the objective is ``Sigma / sqrt(tr Sigma)``
+    and the answer depends on the distribution of the rows only; a published
+    ``mu`` at ``n`` rows corresponds to ``mu * sqrt(n)`` there.
+
     **Trace.** ``tr P = d``, as the authors' code imposed it (appendix B writes
     ``tr P <= d``). The set ``{0 <= P <= I, tr P = d}`` is the convex hull of the
     rank-``d`` projections; with ``<=`` the quadratic penalty can be lowered by
@@ -387,6 +399,10 @@ class ConvexFairPCA(FairPCABase):
     max_iter : int, default=10000
         Iteration limit of the solver (SCS typically needs a few hundred to a
         thousand iterations).
+    objective_scale : {"paper", "size_free"}, default="paper"
+        ``"paper"``: the objective matrix of the original code,
+        ``Sigma / sqrt(n tr Sigma)``; ``"size_free"``: ``Sigma / sqrt(tr Sigma)``,
+        free of the number of rows (see **Sample size**).
     max_features : int or None, default=300
         Largest number of features accepted; beyond it ``fit`` raises a
         ``ValueError`` before building the SDP. The SDP has ``O(p^2)``
@@ -469,6 +485,7 @@ class ConvexFairPCA(FairPCABase):
         solver="SCS",
         tol=1e-6,
         max_iter=10000,
+        objective_scale="paper",
         max_features=300,
         verbose=0,
     ):
@@ -479,12 +496,17 @@ class ConvexFairPCA(FairPCABase):
         self.solver = solver
         self.tol = tol
         self.max_iter = max_iter
+        self.objective_scale = objective_scale
         self.max_features = max_features
         self.verbose = verbose
 
     def _check_params(self):
         check_number(self.mu, "mu", numbers.Real, minimum=0)
         check_number(self.delta, "delta", numbers.Real, minimum=0)
+        if self.objective_scale not in ("paper", "size_free"):
+            raise ValueError(
+                f"objective_scale must be 'paper' or 'size_free', got {self.objective_scale!r}."
+            )
         if self.constraints not in ("both", "mean"):
             raise ValueError(f"constraints must be 'both' or 'mean', got {self.constraints!r}.")
         if self.solver not in _SOLVER_OPTIONS:
@@ -519,7 +541,7 @@ class ConvexFairPCA(FairPCABase):
                 f"group mean difference(s), leaving {q} of {p} directions: fewer than "
                 f"n_components={d}. Use delta > 0 or fewer components."
             )
-        S = basis.T @ _scaled_covariance(moments) @ basis
+        S = basis.T @ _scaled_covariance(moments, self.objective_scale) @ basis
         mean_vectors = mean_diffs @ basis if delta > 0 else None
         log(
             "ConvexFairPCA: SDP in %d coordinates, %d mean constraint(s), LMIs of sizes %s, "
