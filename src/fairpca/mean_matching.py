@@ -219,10 +219,12 @@ def mean_matching_components(
         basis, rank = null_space(constraints, scale)
         free = p - rank
         if d > free:
+            removed = "group-mean differences" + (
+                " and cross-covariances with continuous attributes" if moments.n_covariates else ""
+            )
             raise ValueError(
                 f"n_components={d} is larger than the {free} dimensions left once the "
-                f"{rank} independent directions of the group-mean differences and "
-                f"cross-covariances with continuous attributes are removed from the "
+                f"{rank} independent directions of the {removed} are removed from the "
                 f"{p} features; use n_components <= {free}."
             )
         if covariance_rank is not None:

@@ -342,14 +342,17 @@ def _to_vertex(C, beta, d, lam):
         Entries exactly 0 or 1 except at most ``k``.
     """
     lam = np.clip(lam, 0.0, 1.0)
+    # Losses in units of the largest C entry: the null directions below mix C with the
+    # unit coefficients of z and of the trace, so both must be of order one.
     scale = max(float(np.max(np.abs(C))), np.finfo(float).tiny)
+    C, beta = C / scale, beta / scale
     for _ in range(2 * lam.size + C.shape[0] + 1):
         lam[lam < _INTEGRALITY_TOL] = 0.0
         lam[lam > 1 - _INTEGRALITY_TOL] = 1.0
         free = np.flatnonzero((lam > 0) & (lam < 1))
         losses = beta - C @ lam
         z = losses.max()
-        tight = losses >= z - 1e-12 * scale * max(1.0, lam.sum())
+        tight = losses >= z - 1e-12 * max(1.0, lam.sum())
         trace_tight = lam.sum() >= d - 1e-12 * d
         # Unknowns (delta_free, delta_z); rows keep tight loss rows tight and the trace.
         rows = [np.append(-C[a, free], -1.0) for a in np.flatnonzero(tight)]

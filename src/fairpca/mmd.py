@@ -858,6 +858,14 @@ class MMDFairPCA(FairPCABase):
         else:
             bandwidth = float(self.bandwidth)
         self.bandwidth_ = bandwidth
+        # Rows in units of a power of two near the bandwidth: the kernel's gamma and its
+        # square stay in range at any scale of X, and the rescaling is exact.
+        unit = 2.0 ** round(np.log2(bandwidth))
+        if unit != 1.0:
+            bandwidth /= unit
+            strata = [replace(st, X=st.X / unit) for st in strata]
+            sigma = sigma / unit**2
+            X = None if X is None else X / unit
 
         fit_strata = strata
         method = self.mmd
