@@ -309,3 +309,21 @@ def test_tradeoff_writes_csv_plots_and_one_html_report(csv_file, tmp_path):
     args = ["tradeoff", "--metric", "equalized_odds_difference", "--data", str(no_target)]
     result = CliRunner().invoke(cli, [*args, "--sensitive", "sex"])
     assert result.exit_code == 2 and "need a binary target" in result.output
+
+
+@pytest.mark.parametrize("command", ["compare", "tradeoff"])
+def test_failure_while_writing_leaves_no_partial_output(command, csv_file, tmp_path, monkeypatch):
+    path, _ = csv_file
+    out = tmp_path / "out"
+
+    def broken_report(*args, **kwargs):
+        raise OSError("disk full (injected by the test)")
+
+    monkeypatch.setattr("fairpca._html.html_report", broken_report)
+    args = [command, "--data", str(path), "--sensitive", "sex", "--target", "label"]
+    if command == "tradeoff":
+        args += ["--n-bootstrap", "5", "--metric", "reconstruction_error_gap"]
+    result = CliRunner().invoke(cli, [*args, "--output", str(out)])
+    assert result.exit_code == 1 and "disk full" in result.output
+    assert not out.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data.csv"]  # no staging left

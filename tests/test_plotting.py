@@ -253,3 +253,8 @@ def test_tradeoff_curve_plot_has_intervals_and_frontier():
     assert "95% bootstrap intervals" in fig._suptitle.get_text()
     with pytest.raises(ValueError, match="not columns"):
         plot_tradeoff_curve(curve, ["max_marginal_loss"])
+    # A percentile interval that misses its estimate (few resamples) is still drawn.
+    odd = curve.copy()
+    odd.loc[0, "mmd2_high"] = odd.loc[0, "mmd2"] / 2
+    odd.loc[0, "explained_variance_ratio_low"] = odd.loc[0, "explained_variance_ratio"] * 1.1
+    assert len(plot_tradeoff_curve(odd).axes) == 2

@@ -101,3 +101,51 @@ def test_dask_block_that_raises_keeps_the_previous_fit():
         est.fit(lazy, sensitive_features=S)
     _assert_same_state(est, before)
     np.testing.assert_array_equal(est.transform(X), output)
+
+
+@pytest.mark.parametrize("make", ESTIMATORS)
+def test_solver_failure_in_fit_keeps_the_previous_fit(make, monkeypatch):
+    est = make()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(X, sensitive_features=S)
+    before, output = _state(est), est.transform(X)
+    # The innermost step every estimator's fit reaches: its solver, or the moments.
+    if hasattr(est, "_fit_components"):
+        monkeypatch.setattr(type(est), "_fit_components", _failing_solver)
+    elif isinstance(est, FairKernelPCA):
+        monkeypatch.setattr("fairpca.kernel_pca._exact_dual", _failing_solver)
+    else:
+        monkeypatch.setattr("fairpca.moments._group_scatters", _failing_solver)
+    with pytest.raises(RuntimeError, match="injected"):
+        est.fit(X[::-1], sensitive_features=S[::-1])
+    monkeypatch.undo()
+    _assert_same_state(est, before)
+    np.testing.assert_array_equal(est.transform(X), output)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        pytest.param(lambda: fairpca.MeanMatchingFairPCA(n_components=2), id="MeanMatching"),
+        pytest.param(lambda: fairpca.MinMaxLossFairPCA(n_components=2), id="MinMaxLoss"),
+        pytest.param(lambda: fairpca.MMDFairPCA(n_components=2, max_iter=3), id="MMD"),
+        pytest.param(fairpca.LinearErasure, id="LinearErasure"),
+        pytest.param(
+            lambda: fairpca.FairKernelPCA(n_components=2, method="approx", random_state=0),
+            id="FairKernelPCA",
+        ),
+    ],
+)
+def test_dask_block_fault_keeps_every_dask_estimator_as_it_was(make):
+    da = pytest.importorskip("dask.array")
+    est = make()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(X, sensitive_features=S)
+    before, output = _state(est), est.transform(X)
+    lazy = da.from_array(X, chunks=(100, 5)).map_blocks(_raise_in_block, dtype=float)
+    with pytest.raises(OSError, match="injected"):
+        est.fit(lazy, sensitive_features=S)
+    _assert_same_state(est, before)
+    np.testing.assert_array_equal(est.transform(X), output)

@@ -86,7 +86,7 @@ def plot_tradeoff_curve(curve, metrics=None):
     """The fairness-variance trade-off of :func:`fairpca.tradeoff_curve`, with intervals.
 
     One panel per fairness metric: every setting at (metric, retained
-    variance) with its bootstrap intervals as error bars, one marker per
+    variance) with its bootstrap intervals as segments, one marker per
     method, each method's settings joined in grid order, and the settings
     no other setting beats on that panel's two measures ringed and joined
     (dashed).
@@ -114,17 +114,12 @@ def plot_tradeoff_curve(curve, metrics=None):
     for ax, metric in zip(axes, metrics, strict=True):
         for i, (method, part) in enumerate(curve.groupby("method", sort=False)):
             x, y = part[metric].to_numpy(float), part[QUALITY].to_numpy(float)
-            ax.errorbar(
-                x,
-                y,
-                xerr=[x - part[f"{metric}_low"], part[f"{metric}_high"] - x],
-                yerr=[y - part[f"{QUALITY}_low"], part[f"{QUALITY}_high"] - y],
-                marker=markers[i % len(markers)],
-                ms=6,
-                lw=1,
-                capsize=2,
-                label=method,
-            )
+            (line,) = ax.plot(x, y, marker=markers[i % len(markers)], ms=6, lw=1, label=method)
+            # The intervals as drawn segments: a percentile interval need not contain
+            # the estimate (with few resamples), so they are not error bars around it.
+            color = line.get_color()
+            ax.hlines(y, part[f"{metric}_low"], part[f"{metric}_high"], colors=color, lw=0.8)
+            ax.vlines(x, part[f"{QUALITY}_low"], part[f"{QUALITY}_high"], colors=color, lw=0.8)
         cost = curve[metric].to_numpy(dtype=float)
         front = frontier_mask(quality, cost)
         order = np.argsort(cost[front])
