@@ -9,8 +9,8 @@ import pytest
 import fairpca
 from fairpca.datasets import make_gaussian_groups
 
-#: Methods whose hyper-parameters carry no units of X (ConvexFairPCA's delta and
-#: RobustFairPCA's radii are lengths in the units of X: scaling X changes the problem).
+#: Methods whose hyper-parameters carry no units of X (ConvexFairPCA's delta is a length in
+#: the units of X, and RobustFairPCA's answer moves with the scale of X, measured).
 SCALE_FREE = [
     fairpca.MMDFairPCA,
     fairpca.MeanMatchingFairPCA,

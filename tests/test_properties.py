@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 import fairpca
 from fairpca.metrics import mmd2
 
-#: Methods whose hyper-parameters carry no units of X (ConvexFairPCA's delta and
-#: RobustFairPCA's radii are lengths in the units of X).
+#: Methods whose hyper-parameters carry no units of X (ConvexFairPCA's delta is a
+#: length in the units of X; RobustFairPCA's answer moves with the scale of X).
 SCALE_FREE = (
     fairpca.MMDFairPCA,
     fairpca.MeanMatchingFairPCA,
