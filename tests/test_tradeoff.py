@@ -152,6 +152,15 @@ def test_curve_rows_are_the_held_out_metrics_of_each_setting(small_curve):
         assert curve.loc[i, "reconstruction_error_gap"] == pytest.approx(
             reconstruction_error_gap(split.X_test, split.s_test, est), rel=1e-10
         )
+        # The downstream gap, by hand: a logistic regression of the training representation.
+        from sklearn.linear_model import LogisticRegression
+
+        model = LogisticRegression(max_iter=1000).fit(est.transform(split.X_train), split.y_train)
+        predicted = model.predict(est.transform(split.X_test))
+        rates = [predicted[split.s_test == g].mean() for g in np.unique(split.s_test)]
+        assert curve.loc[i, "demographic_parity_difference"] == pytest.approx(
+            max(rates) - min(rates), abs=1e-12
+        )
     for metric in ("explained_variance_ratio", "mmd2", "demographic_parity_difference"):
         assert (curve[f"{metric}_low"] <= curve[f"{metric}_high"]).all()
     costs = curve[["reconstruction_error_gap", "mmd2", "demographic_parity_difference"]]

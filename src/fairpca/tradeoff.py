@@ -20,6 +20,7 @@ import dataclasses
 import inspect
 import numbers
 import time
+import warnings
 
 import numpy as np
 
@@ -94,20 +95,14 @@ def _stratified_resamples(codes, n_bootstrap, rng):
 
 
 def _downstream(y, predicted, codes, metric):
-    """ΔDP, equal-opportunity or equalised-odds difference of predictions across groups."""
-    rates = []
-    for a in np.unique(codes):
-        rows = codes == a
-        if metric == "demographic_parity_difference":
-            rates.append([predicted[rows].mean()])
-            continue
-        wanted = (1,) if metric == "equal_opportunity_difference" else (0, 1)
-        per_class = [
-            predicted[rows & (y == c)].mean() if np.any(rows & (y == c)) else np.nan for c in wanted
-        ]
-        rates.append(per_class)
-    rates = np.array(rates)
-    return float(np.max(np.nanmax(rates, axis=0) - np.nanmin(rates, axis=0)))
+    """ΔDP, equal-opportunity or equalised-odds difference across groups (fairlearn's)."""
+    from fairpca.metrics._classifier import _import_fairlearn_metrics
+
+    flm = _import_fairlearn_metrics()
+    with warnings.catch_warnings():
+        # A resample may leave a group without one class: fairlearn warns, the value is NaN.
+        warnings.simplefilter("ignore")
+        return float(getattr(flm, metric)(y, predicted, sensitive_features=codes))
 
 
 def _evaluate(projection, X, s, metrics, bandwidth, y=None, predicted=None):
