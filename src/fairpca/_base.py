@@ -122,8 +122,9 @@ def attribute_moments_dask(X, sensitive_features, continuous, da):
 def moments_problem(moments, covariate_names=None, min_group_size=1):
     """Why ``moments`` cannot define a fair projection, or None when they can.
 
-    A fair projection needs two groups, or one group and continuous attributes
-    that vary, and every group needs ``min_group_size`` rows.
+    A fair projection needs rows that are not all equal, two groups (or one
+    group and continuous attributes that vary), and ``min_group_size`` rows in
+    every group.
     """
     if not np.trace(moments.covariance()) > 0:
         return (
