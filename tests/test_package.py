@@ -58,3 +58,16 @@ def test_readme_python_examples_run():
         if REQUIRE_DATA:
             pytest.fail(message)
         pytest.skip(message)
+
+
+def test_license_citation_changelog_and_typing_marker_ship():
+    import importlib.resources
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    assert "BSD 3-Clause License" in (root / "LICENSE").read_text()
+    assert "cff-version" in (root / "CITATION.cff").read_text()
+    assert (root / "CHANGELOG.md").read_text().startswith("# Changelog")
+    assert importlib.resources.files("fairpca").joinpath("py.typed").is_file()
+    pyproject = (root / "pyproject.toml").read_text()
+    assert 'license-files = ["LICENSE"]' in pyproject and '"py.typed"' in pyproject
