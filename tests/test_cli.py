@@ -162,16 +162,17 @@ def test_compare_user_csv_writes_outputs(csv_file, tmp_path):
         (["--data", "{csv}"], "--data needs --sensitive"),
         (["--data", "{csv}", "--sensitive", "gender"], "'gender' is not in data.csv"),
         (["--data", "{csv}", "--sensitive", "sex", "--target", "x0"], "exactly two values"),
-        (["--data", "{csv}", "--sensitive", "sex"], "non-numeric feature column\\(s\\): label"),
+        (["--data", "{csv}", "--sensitive", "x0"], "--bins N"),
+        (["--data", "{csv}", "--sensitive", "sex", "--bins", "3"], "--bins needs a numeric"),
+        (["--data", "{csv}", "--sensitive", "sex", "--features", "x9"], "'x9' is not in"),
+        (["--data", "{csv}", "--sensitive", "sex", "--methods", "Foo"], "unknown method"),
+        (["--sensitive", "sex", "--impute", "median"], "need --data"),
+        (["--data", "{gaps}", "--sensitive", "sex"], "'x1' have missing values"),
         (
             ["--data", "{csv}", "--sensitive", "sex", "--target", "label", "-d", "9"],
             "n_components=9",
         ),
         (["--data", "{csv}", "--sensitive", "sex", "-d", "0"], "0 is not in the range"),
-        (
-            ["--data", "{bad}", "--sensitive", "sex", "--target", "label"],
-            "non-numeric feature column\\(s\\): colour",
-        ),
         (["--data", "{small}", "--sensitive", "sex", "--target", "label"], "at least 10 rows"),
         (
             ["--data", "{one}", "--sensitive", "sex", "--target", "label"],
@@ -191,12 +192,16 @@ def test_compare_errors(csv_file, tmp_path, args, message):
     small.to_csv(tmp_path / "small.csv", index=False)
     frame.assign(sex="male").to_csv(tmp_path / "one.csv", index=False)
     frame.assign(x3=frame["x3"] * 1e200).to_csv(tmp_path / "huge.csv", index=False)
+    frame.assign(x1=frame["x1"].where(frame.index % 7 > 0)).to_csv(
+        tmp_path / "gaps.csv", index=False
+    )
     files = {
         "csv": path,
         "bad": tmp_path / "bad.csv",
         "small": tmp_path / "small.csv",
         "one": tmp_path / "one.csv",
         "huge": tmp_path / "huge.csv",
+        "gaps": tmp_path / "gaps.csv",
     }
     args = [a.format(**files) for a in args]
     result = CliRunner().invoke(cli, ["compare", *args])
@@ -327,3 +332,46 @@ def test_failure_while_writing_leaves_no_partial_output(command, csv_file, tmp_p
     assert result.exit_code == 1 and "disk full" in result.output
     assert not out.exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["data.csv"]  # no staging left
+
+
+@pytest.mark.slow
+@pytest.mark.requires_data("adult")
+def test_raw_adult_csv_with_categoricals_and_missing_values(tmp_path):
+    """Adult as a user has it: string categoricals, '?' for missing, an id column."""
+    from fairpca.datasets import load_adult
+
+    bunch = load_adult(subset="train")
+    frame = bunch.data.assign(income=bunch.target).iloc[:3000]
+    frame.insert(0, "id", np.arange(100000, 103000))
+    path = tmp_path / "adult.csv"
+    frame.to_csv(path, index=False, na_rep="?")
+    args = ["compare", "--data", str(path), "--sensitive", "sex", "--target", "income"]
+    args += ["--methods", "MeanMatchingFairPCA,MinMaxLossFairPCA", "-d", "2"]
+    refused = CliRunner().invoke(cli, args)
+    assert refused.exit_code == 2 and "have missing values" in refused.output
+    assert "workclass" in refused.output  # the columns with '?' are named
+    result = CliRunner().invoke(cli, [*args, "--impute", "drop-rows"])
+    assert result.exit_code == 0, result.output
+    assert "left out (every value different, like an identifier): id" in result.output
+    header = next(line for line in result.output.splitlines() if line.startswith("data:"))
+    n_features = int(re.search(r"(\d+) features", header).group(1))
+    assert n_features > 50  # the categoricals, one column per category of the training rows
+    assert int(re.search(r"(\d+) rows", header).group(1)) < 3000  # rows with '?' dropped
+    table = next(line for line in result.output.splitlines() if line.startswith("method"))
+    assert "MeanMatchingFairPCA" in table and "MMDFairPCA" not in table
+
+
+@pytest.mark.slow
+@pytest.mark.requires_data("compas")
+def test_published_compas_csv_with_chosen_features():
+    """ProPublica's file as published: 53 columns, six race groups, chosen features."""
+    from conftest import data_home
+
+    path = data_home() / "compas" / "compas-scores-two-years.csv"
+    args = ["compare", "--data", str(path), "--sensitive", "race", "--target", "two_year_recid"]
+    features = "age,sex,priors_count,juv_fel_count,juv_misd_count,juv_other_count,c_charge_degree"
+    args += ["--features", features, "--methods", "MeanMatchingFairPCA", "-d", "2"]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    header = next(line for line in result.output.splitlines() if line.startswith("data:"))
+    assert "7214 rows, 9 features" in header  # 5 numeric + sex (2) + charge degree (2)

@@ -52,14 +52,24 @@ def _convergence_note(table):
     )
 
 
-def _read_csv(path, sensitive, target):
+def _read_csv(path, sensitive, target, *, features=None, drop=(), bins=None):
+    """Features (a DataFrame, categorical columns kept), groups and 0/1 target of a CSV.
+
+    ``features`` keeps only those columns; ``drop`` removes columns; columns
+    whose values are all different (identifiers) are left out with a warning
+    unless named in ``features`` (integers or strings all different; real
+    numbers are left in, being all different by nature). A numeric ``sensitive`` column with many
+    values is refused unless ``bins`` cuts it into that many quantile bins.
+    """
     import pandas as pd
 
     try:
-        frame = pd.read_csv(path)
+        frame = pd.read_csv(path, skipinitialspace=True, na_values=["?"])
     except (pd.errors.ParserError, UnicodeDecodeError, pd.errors.EmptyDataError) as exc:
         raise click.UsageError(f"could not read {path} as CSV: {exc}") from exc
-    for option, column in (("--sensitive", sensitive), ("--target", target)):
+    named = [("--sensitive", sensitive), ("--target", target)]
+    named += [("--features", c) for c in features or ()] + [("--drop", c) for c in drop]
+    for option, column in named:
         if column is not None and column not in frame.columns:
             raise click.UsageError(
                 f"{option} column {column!r} is not in {path.name}; its columns are: "
@@ -67,6 +77,7 @@ def _read_csv(path, sensitive, target):
             )
     if frame[sensitive].isna().any():
         raise click.UsageError(f"--sensitive column {sensitive!r} has missing values.")
+    groups = _sensitive_groups(frame[sensitive], bins)
     y = None
     if target is not None:
         values = frame[target]
@@ -78,23 +89,61 @@ def _read_csv(path, sensitive, target):
                 f"--target column {target!r} must have exactly two values, found {len(levels)}."
             )
         y = (values.to_numpy() == levels[1]).astype(int)
-        click.echo(f"target: {target!r} == {levels[1]!r} is the positive class", err=True)
-    features = frame.drop(columns=[c for c in (sensitive, target) if c is not None])
-    if features.shape[1] == 0:
+        positive = levels[1].item() if hasattr(levels[1], "item") else levels[1]
+        click.echo(f"target: {target!r} == {positive!r} is the positive class", err=True)
+    if features:
+        kept = list(features)
+    else:
+        kept = [c for c in frame.columns if c not in (sensitive, target, *drop)]
+        identifiers = [c for c in kept if _looks_like_identifier(frame[c])]
+        if identifiers:
+            click.echo(
+                "left out (every value different, like an identifier): "
+                + ", ".join(map(str, identifiers))
+                + "; name them in --features to keep them.",
+                err=True,
+            )
+            kept = [c for c in kept if c not in identifiers]
+    if not kept:
         raise click.UsageError(f"{path.name} has no feature columns besides the named ones.")
-    non_numeric = [
-        str(c) for c in features.columns if not pd.api.types.is_numeric_dtype(features[c])
-    ]
-    if non_numeric:
-        raise click.UsageError(
-            "non-numeric feature column(s): "
-            + ", ".join(non_numeric)
-            + "; encode them as numbers (e.g. one-hot) or drop them."
+    return frame[kept], groups, y
+
+
+def _looks_like_identifier(column):
+    """Integers or strings all different from one another (a row number, a name)."""
+    import pandas as pd
+
+    kind = column.dtype.kind
+    discrete = kind in "iuOSU" or isinstance(column.dtype, pd.StringDtype)
+    return discrete and len(column) > 1 and column.nunique() == len(column)
+
+
+#: A numeric --sensitive column with more distinct values than this needs --bins.
+_MAX_GROUPS_WITHOUT_BINS = 20
+
+
+def _sensitive_groups(column, bins):
+    """Group labels of the --sensitive column, cut into quantile bins when asked."""
+    import pandas as pd
+
+    numeric = pd.api.types.is_numeric_dtype(column.dtype)
+    if bins is not None:
+        if not numeric:
+            raise click.UsageError(
+                f"--bins needs a numeric --sensitive column; {column.name!r} is not."
+            )
+        cut = pd.qcut(column, q=bins, duplicates="drop")
+        click.echo(
+            f"groups: {column.name!r} cut into {cut.cat.categories.size} quantile bins", err=True
         )
-    missing = [str(c) for c in features.columns if features[c].isna().any()]
-    if missing:
-        raise click.UsageError("feature column(s) with missing values: " + ", ".join(missing))
-    return features.astype(float), frame[sensitive].to_numpy(), y
+        return cut.astype(str).to_numpy()
+    if numeric and column.nunique() > _MAX_GROUPS_WITHOUT_BINS:
+        raise click.UsageError(
+            f"--sensitive column {column.name!r} is numeric with {column.nunique()} distinct "
+            f"values: as groups they would be mostly tiny. Cut it into groups with --bins N "
+            "(e.g. --bins 4 for quartiles)."
+        )
+    return column.to_numpy()
 
 
 def _markdown(table, floatfmt=".4g"):
@@ -277,6 +326,31 @@ def _data_options(command):
             help="Share of rows held out for evaluation [default: 0.3]; not with --dataset.",
         ),
         click.option("--random-state", type=int, default=0, show_default=True, help="Seed."),
+        click.option(
+            "--features",
+            metavar="COL,COL...",
+            help="Columns of --data to use as features (default: every other column).",
+        ),
+        click.option("--drop", metavar="COL,COL...", help="Columns of --data to leave out."),
+        click.option(
+            "--impute",
+            type=click.Choice(["none", "median", "drop-rows"]),
+            help=(
+                "Missing values in --data (a '?' or an empty cell): refuse, naming the columns "
+                "[default: none]; fill with the training median or most frequent category; "
+                "or drop those rows."
+            ),
+        ),
+        click.option(
+            "--bins",
+            type=click.IntRange(min=2),
+            help="Cut a numeric --sensitive column into this many quantile bins (groups).",
+        ),
+        click.option(
+            "--methods",
+            metavar="NAME,NAME...",
+            help="Methods to run (PCA, the reference, always runs) [default: every method].",
+        ),
     ]
     for option in reversed(options):
         command = option(command)
@@ -309,19 +383,7 @@ def cli():
     ),
 )
 @click.option("--force", is_flag=True, help="Write into --output even if it is not empty.")
-def compare(
-    data,
-    dataset,
-    split_index,
-    sensitive,
-    target,
-    n_components,
-    test_size,
-    random_state,
-    time_budget,
-    output,
-    force,
-):
+def compare(time_budget, output, force, **data_options):
     """Fit every method and print a table of quality and fairness metrics.
 
     Without --data or --dataset the built-in synthetic set is used (1000 rows,
@@ -332,16 +394,15 @@ def compare(
     from fairpca.compare import compare_split
 
     _check_output(output, force)
-    split, source = _resolve_split(
-        data, dataset, split_index, sensitive, target, test_size, random_state, n_components
-    )
+    split, source, methods = _resolve_split(**data_options)
     try:
         comparison = compare_split(
             split,
-            n_components=n_components,
-            random_state=random_state,
+            n_components=data_options["n_components"],
+            random_state=data_options["random_state"],
             time_budget=time_budget,
             progress=_progress,
+            methods=methods,
         )
     except (ValueError, TypeError) as exc:
         raise click.UsageError(str(exc)) from exc
@@ -349,15 +410,33 @@ def compare(
 
 
 def _resolve_split(
-    data, dataset, split_index, sensitive, target, test_size, random_state, n_components
+    data,
+    dataset,
+    split_index,
+    sensitive,
+    target,
+    n_components,
+    test_size,
+    random_state,
+    features,
+    drop,
+    impute,
+    bins,
+    methods,
 ):
-    """The train/test split the options name, and a one-line description of the data.
+    """The train/test split the options name, a one-line description, the methods asked for.
 
-    ``--dataset``: the paper protocol's split; ``--data``: the CSV split by
-    :func:`fairpca.compare.make_split`; neither: the built-in synthetic set.
+    ``--dataset``: the paper protocol's split; ``--data``: the CSV (categorical
+    columns encoded, see :func:`fairpca.compare.make_split`); neither: the
+    built-in synthetic set.
     """
     from fairpca.compare import make_split
 
+    methods = _names(methods)
+    csv_only = {"--features": features, "--drop": drop, "--impute": impute, "--bins": bins}
+    if data is None and any(v is not None for v in csv_only.values()):
+        given = [k for k, v in csv_only.items() if v is not None]
+        raise click.UsageError(f"{', '.join(given)} need --data (a CSV file).")
     if dataset is not None:
         if data is not None:
             raise click.UsageError("--data and --dataset are mutually exclusive.")
@@ -373,7 +452,7 @@ def _resolve_split(
         source = f"{dataset} ({split.description})"
         n_rows, n_features = split.X_train.shape[0] + split.X_test.shape[0], split.X_train.shape[1]
         _echo_data(source, n_rows, n_features, n_components)
-        return split, source
+        return split, source, methods
     if split_index is not None:
         raise click.UsageError("--split needs --dataset.")
     if data is None:
@@ -386,16 +465,29 @@ def _resolve_split(
     else:
         if sensitive is None:
             raise click.UsageError("--data needs --sensitive COLUMN naming the protected group.")
-        X, s, y = _read_csv(data, sensitive, target)
+        X, s, y = _read_csv(
+            data, sensitive, target, features=_names(features), drop=_names(drop) or (), bins=bins
+        )
         source = str(data)
-    _echo_data(source, X.shape[0], X.shape[1], n_components)
     try:
         split = make_split(
-            X, s, y, test_size=0.3 if test_size is None else test_size, random_state=random_state
+            X,
+            s,
+            y,
+            test_size=0.3 if test_size is None else test_size,
+            random_state=random_state,
+            impute=impute or "none",
         )
     except (ValueError, TypeError) as exc:
         raise click.UsageError(str(exc)) from exc
-    return split, f"{source}; {split.description}"
+    n_rows = split.X_train.shape[0] + split.X_test.shape[0]
+    _echo_data(source, n_rows, split.X_train.shape[1], n_components)
+    return split, f"{source}; {split.description}", methods
+
+
+def _names(text):
+    """A comma-separated option as a list of names (None when not given)."""
+    return None if text is None else [name.strip() for name in text.split(",") if name.strip()]
 
 
 def _progress(message):
@@ -478,21 +570,7 @@ def _print_and_write(comparison, output, source):
     ),
 )
 @click.option("--force", is_flag=True, help="Write into --output even if it is not empty.")
-def tradeoff(
-    data,
-    dataset,
-    split_index,
-    sensitive,
-    target,
-    n_components,
-    test_size,
-    random_state,
-    metrics,
-    n_bootstrap,
-    n_jobs,
-    output,
-    force,
-):
+def tradeoff(metrics, n_bootstrap, n_jobs, output, force, **data_options):
     """Sweep every method's fairness knob and show the fairness-variance frontier.
 
     Each method is fitted on the training split at every setting of its grid
@@ -500,14 +578,18 @@ def tradeoff(
     metrics are measured on the held-out split with 95 % bootstrap intervals,
     and the settings no other setting beats on every measure are marked.
     """
+    from fairpca.compare import make_methods
     from fairpca.tradeoff import tradeoff_curve_split
 
     _check_output(output, force)
     if n_jobs == 0 or n_jobs < -1:
         raise click.UsageError(f"--jobs must be a positive number or -1, got {n_jobs}.")
-    split, source = _resolve_split(
-        data, dataset, split_index, sensitive, target, test_size, random_state, n_components
-    )
+    split, source, methods = _resolve_split(**data_options)
+    n_components, random_state = data_options["n_components"], data_options["random_state"]
+    try:
+        estimators = make_methods(n_components, random_state, projections_only=True, names=methods)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from exc
     if not metrics:
         metrics = ["reconstruction_error_gap", "mmd2"]
         if split.y_train is not None:
@@ -515,6 +597,7 @@ def tradeoff(
     try:
         curve = tradeoff_curve_split(
             split,
+            estimators=estimators,
             metrics=list(metrics),
             n_components=n_components,
             n_bootstrap=n_bootstrap,

@@ -56,6 +56,8 @@ class Comparison:
         Seed of every randomised method and metric.
     time_budget : float or None
         Seconds each method was allowed to fit (None: no limit).
+    methods : list of str or None
+        The methods asked for (None: every method).
     """
 
     table: object
@@ -66,9 +68,10 @@ class Comparison:
     n_components: int = 2
     random_state: int = 0
     time_budget: float | None = None
+    methods: list | None = None
 
 
-def make_methods(n_components, random_state, *, projections_only=False):
+def make_methods(n_components, random_state, *, projections_only=False, names=None):
     """Every method to compare at its default hyper-parameters, keyed by display name.
 
     Group-blind :class:`sklearn.decomposition.PCA` comes first as the
@@ -76,7 +79,9 @@ def make_methods(n_components, random_state, *, projections_only=False):
     :class:`~fairpca.FairKernelPCA` and :class:`~fairpca.LinearErasure` (left
     out with ``projections_only``: they are not linear projections with a
     rank-``d`` reconstruction; LinearErasure keeps every feature and has no
-    ``n_components``).
+    ``n_components``). ``names`` keeps only the listed methods (PCA, the
+    reference, always stays); an unknown name is a ``ValueError`` listing the
+    valid ones.
     """
     from sklearn.decomposition import PCA
 
@@ -92,7 +97,13 @@ def make_methods(n_components, random_state, *, projections_only=False):
         if "random_state" in params:
             kwargs["random_state"] = random_state
         methods[cls.__name__] = cls(**kwargs)
-    return methods
+    if names is None:
+        return methods
+    valid = [*methods, *(["FairKernelPCA", "LinearErasure"] if projections_only else [])]
+    unknown = [name for name in names if name not in valid]
+    if unknown:
+        raise ValueError(f"unknown method(s) {unknown}; choose from {', '.join(valid)}.")
+    return {name: est for name, est in methods.items() if name == "PCA" or name in names}
 
 
 def _other_fair_transformers():
@@ -162,7 +173,9 @@ def _check_budget(time_budget):
     return float(time_budget)
 
 
-def _fit_all(split, n_components, random_state, time_budget, progress, *, skip_infeasible=False):
+def _fit_all(
+    split, n_components, random_state, time_budget, progress, *, skip_infeasible=False, names=None
+):
     """Fit every method on the training part, reporting progress per method.
 
     Returns the fitted estimators, their fit times in seconds, the methods not
@@ -171,7 +184,9 @@ def _fit_all(split, n_components, random_state, time_budget, progress, *, skip_i
     fit raises ValueError is left out, and so are the methods that are not
     linear projections.
     """
-    methods = make_methods(n_components, random_state, projections_only=skip_infeasible)
+    methods = make_methods(
+        n_components, random_state, projections_only=skip_infeasible, names=names
+    )
     fitted, seconds, unavailable, stopped = {}, {}, {}, {}
     for i, (name, est) in enumerate(methods.items(), start=1):
         step = f"[{i}/{len(methods)}] {name}" + (
@@ -206,7 +221,9 @@ def _fit_all(split, n_components, random_state, time_budget, progress, *, skip_i
     return fitted, seconds, unavailable, stopped
 
 
-def compare_split(split, *, n_components=2, random_state=0, time_budget=None, progress=None):
+def compare_split(
+    split, *, n_components=2, random_state=0, time_budget=None, progress=None, methods=None
+):
     """Fit every method on a prepared split and evaluate all metrics on its test part.
 
     Parameters
@@ -224,6 +241,9 @@ def compare_split(split, *, n_components=2, random_state=0, time_budget=None, pr
         runs in a child process (the estimators come back by pickling).
     progress : callable or None, default=None
         Called with a one-line message before and after each method's fit.
+    methods : list of str or None, default=None
+        Names of the methods to compare (see :func:`make_methods`); PCA, the
+        reference, is always included. None: every method.
 
     Returns
     -------
@@ -234,8 +254,9 @@ def compare_split(split, *, n_components=2, random_state=0, time_budget=None, pr
 
     check_n_components(n_components, split.X_train.shape[1])
     time_budget = _check_budget(time_budget)
+    make_methods(n_components, random_state, names=methods)  # unknown names: before any fit
     fitted, seconds, unavailable, stopped = _fit_all(
-        split, n_components, random_state, time_budget, progress
+        split, n_components, random_state, time_budget, progress, names=methods
     )
     table = report(split.X_test, split.s_test, fitted, y=split.y_test, random_state=random_state)
     # An iterative solver that stopped early sets converged_ = False; a method
@@ -251,6 +272,7 @@ def compare_split(split, *, n_components=2, random_state=0, time_budget=None, pr
         n_components=n_components,
         random_state=random_state,
         time_budget=time_budget,
+        methods=methods,
     )
 
 
@@ -305,15 +327,24 @@ def compare_methods(
     )
 
 
-def make_split(X, sensitive_features, y=None, *, test_size=0.3, random_state=0):
-    """A train/test split stratified by group, standardised with training statistics.
+_IMPUTE = ("none", "median", "drop-rows")
+
+
+def make_split(X, sensitive_features, y=None, *, test_size=0.3, random_state=0, impute="none"):
+    """A train/test split stratified by group, encoded and standardised with training statistics.
+
+    A DataFrame may hold categorical (non-numeric) columns and missing values:
+    the categorical columns are one-hot encoded (one column per category seen
+    in the training rows; an unseen category encodes as zeros), and every
+    column is then standardised, all by scikit-learn transformers fitted on
+    the training rows only.
 
     Parameters
     ----------
     X : array-like or DataFrame of shape (n_samples, n_features)
-        Numeric features (a DataFrame's column names become the split's
-        ``feature_names``; columns beyond about 1e150 in magnitude are refused
-        by name, their variance overflowing).
+        Features (a DataFrame's column names, after encoding, become the
+        split's ``feature_names``; numeric columns beyond about 1e150 in
+        magnitude are refused by name, their variance overflowing).
     sensitive_features : array-like of shape (n_samples,)
         Group labels; every group needs at least ``MIN_GROUP_ROWS`` rows.
     y : array-like of shape (n_samples,), default=None
@@ -322,56 +353,124 @@ def make_split(X, sensitive_features, y=None, *, test_size=0.3, random_state=0):
         Share of rows held out.
     random_state : int, default=0
         Seed of the split.
+    impute : {"none", "median", "drop-rows"}, default="none"
+        Missing values in a DataFrame: refused, naming the columns
+        (``"none"``); filled with the training median (numeric) or most
+        frequent category (``"median"``); or their rows dropped before the
+        split (``"drop-rows"``).
 
     Returns
     -------
     split : fairpca.experiments.Split
     """
     from sklearn.model_selection import train_test_split
-    from sklearn.preprocessing import StandardScaler
 
-    from fairpca._validation import _LARGEST_MAGNITUDE, check_data, check_sensitive_features
+    from fairpca._validation import check_sensitive_features
     from fairpca.experiments import Split
 
-    names = (
-        [str(c) for c in X.columns] if hasattr(X, "columns") else None
-    )  # a DataFrame's column names, for the messages and the split
-    X = check_data(X, "X")
-    names = names or [f"x{j}" for j in range(X.shape[1])]
-    # StandardScaler squares the columns: name those whose variance would overflow.
-    huge = np.abs(X).max(axis=0, initial=0.0) > _LARGEST_MAGNITUDE
+    if impute not in _IMPUTE:
+        raise ValueError(f"impute must be one of {_IMPUTE}, got {impute!r}.")
+    frame, n_dropped = _as_frame(X, impute)
+    s = np.asarray(sensitive_features)
+    y = None if y is None else np.asarray(y)
+    if n_dropped:
+        kept = frame.index.to_numpy()
+        s, y = s[kept], None if y is None else y[kept]
+        frame = frame.reset_index(drop=True)
+    groups, codes = check_sensitive_features(
+        s, len(frame), min_groups=2, min_group_size=MIN_GROUP_ROWS
+    )
+    s = groups[codes]
+    train, test = train_test_split(
+        np.arange(len(frame)), test_size=test_size, stratify=codes, random_state=random_state
+    )
+    encoder = _encoder(frame).fit(frame.iloc[train])
+    names = [str(n).split("__", 1)[-1] for n in encoder.get_feature_names_out()]
+    dropped = f", {n_dropped} rows with missing values dropped first" if n_dropped else ""
+    return Split(
+        X_train=encoder.transform(frame.iloc[train]),
+        X_test=encoder.transform(frame.iloc[test]),
+        s_train=s[train],
+        s_test=s[test],
+        y_train=None if y is None else y[train],
+        y_test=None if y is None else y[test],
+        feature_names=names,
+        n_dropped=n_dropped,
+        description=(
+            f"stratified {1 - test_size:.0%}/{test_size:.0%} train/test split "
+            f"(seed {random_state}){dropped}; categorical columns one-hot encoded, "
+            "every column standardised, with the training rows' statistics"
+        ),
+    )
+
+
+def _as_frame(X, impute):
+    """``X`` as a DataFrame of validated columns, and the rows ``"drop-rows"`` removed."""
+    import pandas as pd
+
+    from fairpca._validation import _LARGEST_MAGNITUDE, check_data
+
+    if not isinstance(X, pd.DataFrame):
+        X = check_data(X, "X")
+        frame = pd.DataFrame(X, columns=[f"x{j}" for j in range(X.shape[1])])
+    else:
+        frame = X.copy()
+        frame.columns = [str(c) for c in frame.columns]
+        if frame.shape[1] == 0 or len(frame) == 0:
+            raise ValueError(f"X has shape {frame.shape}: no features or no rows.")
+    missing = [c for c in frame.columns if frame[c].isna().any()]
+    n_dropped = 0
+    if missing and impute == "none":
+        raise ValueError(
+            f"feature column(s) {', '.join(map(repr, missing))} have missing values; drop "
+            "those rows or fill them (impute='drop-rows' or 'median'; on the command line "
+            "--impute drop-rows or --impute median)."
+        )
+    if missing and impute == "drop-rows":
+        complete = frame.notna().all(axis=1)
+        n_dropped = int((~complete).sum())
+        frame = frame[complete]
+    numeric = [c for c in frame.columns if _is_numeric(frame[c])]
+    values = frame[numeric].to_numpy(dtype=float)
+    with np.errstate(invalid="ignore"):
+        huge = np.nanmax(np.abs(values), axis=0, initial=0.0) > _LARGEST_MAGNITUDE
     if huge.any():
-        listed = ", ".join(repr(n) for n, h in zip(names, huge, strict=True) if h)
+        listed = ", ".join(repr(n) for n, h in zip(numeric, huge, strict=True) if h)
         raise ValueError(
             f"feature column(s) {listed} exceed {_LARGEST_MAGNITUDE:.3g} in magnitude: their "
             "variance overflows float64, so they cannot be standardised; rescale them "
             "(e.g. divide by a power of ten) or drop them."
         )
-    groups, codes = check_sensitive_features(
-        sensitive_features, X.shape[0], min_groups=2, min_group_size=MIN_GROUP_ROWS
-    )
-    s = groups[codes]
-    arrays = [X, s] if y is None else [X, s, np.asarray(y)]
-    parts = train_test_split(
-        *arrays, test_size=test_size, stratify=codes, random_state=random_state
-    )
-    X_train, X_test, s_train, s_test = parts[:4]
-    y_train, y_test = (parts[4], parts[5]) if y is not None else (None, None)
-    scaler = StandardScaler().fit(X_train)
-    return Split(
-        X_train=scaler.transform(X_train),
-        X_test=scaler.transform(X_test),
-        s_train=s_train,
-        s_test=s_test,
-        y_train=y_train,
-        y_test=y_test,
-        feature_names=names,
-        n_dropped=0,
-        description=(
-            f"stratified {1 - test_size:.0%}/{test_size:.0%} train/test split "
-            f"(seed {random_state}), standardised with the training mean and SD"
-        ),
-    )
+    if np.isinf(values).any():
+        raise ValueError("X contains infinity; replace or drop those values.")
+    return frame, n_dropped
+
+
+def _is_numeric(column):
+    from pandas.api.types import is_bool_dtype, is_numeric_dtype
+
+    return is_numeric_dtype(column.dtype) or is_bool_dtype(column.dtype)
+
+
+def _encoder(frame):
+    """Impute, one-hot encode the categorical columns, standardise: fitted on training rows."""
+    from sklearn.compose import ColumnTransformer
+    from sklearn.impute import SimpleImputer
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder, StandardScaler
+
+    numeric = [c for c in frame.columns if _is_numeric(frame[c])]
+    categorical = [c for c in frame.columns if c not in numeric]
+    parts = []
+    if numeric:
+        parts.append(("num", SimpleImputer(strategy="median"), numeric))
+    if categorical:
+        one_hot = make_pipeline(
+            SimpleImputer(strategy="most_frequent"),
+            OneHotEncoder(handle_unknown="ignore", sparse_output=False),
+        )
+        parts.append(("cat", one_hot, categorical))
+    return make_pipeline(ColumnTransformer(parts), StandardScaler())
 
 
 #: Most target dimensions refitted for the per-group error against d.
@@ -415,7 +514,13 @@ def group_errors_by_d(comparison, *, max_d_values=MAX_D_VALUES, progress=None):
             }
         else:
             models = _fit_all(
-                split, d, comparison.random_state, time_budget, progress, skip_infeasible=True
+                split,
+                d,
+                comparison.random_state,
+                time_budget,
+                progress,
+                skip_infeasible=True,
+                names=comparison.methods,
             )[0]
         for name, est in models.items():
             for group, error in group_reconstruction_error(split.X_test, split.s_test, est).items():
