@@ -375,3 +375,37 @@ def test_published_compas_csv_with_chosen_features():
     assert result.exit_code == 0, result.output
     header = next(line for line in result.output.splitlines() if line.startswith("data:"))
     assert "7214 rows, 9 features" in header  # 5 numeric + sex (2) + charge degree (2)
+
+
+def test_result_flags_on_a_constructed_table():
+    from fairpca.compare import result_flags
+
+    table = pd.DataFrame(
+        {
+            "positive_rate": [0.4, 0.0, 0.3, 1.0],
+            "mmd2": [0.10, 0.05, 0.20, 0.01],
+            "max_marginal_loss": [1.0, 2.0, 0.5, 3.0],
+        },
+        index=["PCA", "MMDFairPCA", "MMDFairPCA2", "MinMaxLossFairPCA"],
+    )
+    flags = result_flags(table)
+    assert flags["PCA"] == [] and flags["MMDFairPCA"] == ["single-class"]
+    assert flags["MMDFairPCA2"] == []  # not a known method: no criterion to compare
+    assert flags["MinMaxLossFairPCA"] == ["single-class", "worse-than-PCA:max_marginal_loss"]
+
+
+def test_compare_flags_single_class_classifiers_and_noisy_groups(tmp_path):
+    rng = np.random.default_rng(3)
+    n = 400
+    frame = pd.DataFrame(rng.normal(size=(n, 4)), columns=[f"x{j}" for j in range(4)])
+    frame["group"] = np.where(np.arange(n) < 40, "small", "large")  # 12 held-out rows
+    # Too rare to predict, and both classes in the small group's held-out rows.
+    frame["label"] = ((rng.random(n) < 0.04) | (np.arange(n) < 40) & (np.arange(n) % 3 == 0)) * 1
+    path = tmp_path / "rare.csv"
+    frame.to_csv(path, index=False)
+    args = ["compare", "--data", str(path), "--sensitive", "group", "--target", "label"]
+    result = CliRunner().invoke(cli, [*args, "--methods", "MeanMatchingFairPCA"])
+    assert result.exit_code == 0, result.output
+    assert "Flag PCA: its downstream classifier predicts one class" in result.output
+    assert "Noisy: groups with fewer than 30 held-out rows: 'small' (12 rows)" in result.output
+    assert "mmd2: largest squared MMD" in result.output  # the legend of the columns

@@ -121,7 +121,7 @@ def test_cli_reports_progress_times_and_the_stopped_method(monkeypatch, tmp_path
         "Stopped at the time budget of 1 s per method: _Slow" in (out / "comparison.md").read_text()
     )
     header = (out / "comparison.csv").read_text().splitlines()[0]
-    assert header.endswith("converged,fit_seconds")
+    assert header.endswith("converged,fit_seconds,flags")
     result = CliRunner().invoke(cli, ["compare", "--time-budget", "0"])
     assert result.exit_code == 2 and "--time-budget" in result.output
 
@@ -137,7 +137,8 @@ def test_compare_reports_methods_that_did_not_converge(monkeypatch, tmp_path):
     assert "converged: PCA yes, _Balanced yes, _StopsEarly NO" in result.output
     assert "Did not converge: _StopsEarly (" in result.output
     md = (out / "comparison.md").read_text()
-    assert md.splitlines()[0].endswith("| converged | fit_seconds |")
+    header = next(line for line in md.splitlines() if line.startswith("| method |"))
+    assert header.endswith("| converged | fit_seconds | flags |")
     assert md.count("Did not converge: _StopsEarly (") == 1
     # Without such a method there is no note.
     _use_methods(monkeypatch, [_Balanced])

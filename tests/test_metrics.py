@@ -476,6 +476,7 @@ def _explicit_rates(y, pred, g):
         "demographic_parity_difference": max(sel) - min(sel),
         "equal_opportunity_difference": max(tpr) - min(tpr),
         "equalized_odds_difference": max(max(tpr) - min(tpr), max(fpr) - min(fpr)),
+        "positive_rate": np.mean(pred),
     }
 
 

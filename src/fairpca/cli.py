@@ -164,6 +164,7 @@ def _markdown(table, floatfmt=".4g"):
 def _write_outputs(comparison, output, fairness_columns, progress, source):
     from fairpca._html import html_report
     from fairpca.compare import group_errors_by_d
+    from fairpca.metrics import describe_metric
     from fairpca.plotting import (
         plot_communality,
         plot_group_errors,
@@ -175,9 +176,20 @@ def _write_outputs(comparison, output, fairness_columns, progress, source):
     table, split = comparison.table, comparison.split
     output.mkdir(parents=True, exist_ok=True)
     table.to_csv(output / "comparison.csv", index_label="method")
-    notes = [_convergence_note(table), _stopped_note(comparison)]
+    notes = _result_notes(comparison)
+    legend = list(dict.fromkeys(describe_metric(_base_column(c)) for c in table.columns))
+    figures_made = ["tradeoff.png", "group_errors.png", "group_errors_by_d.png"]
+    figures_made += ["biplot.png"] if comparison.n_components >= 2 else []
+    figures_made += ["communality.png"]
     (output / "comparison.md").write_text(
-        _markdown(table) + "".join(f"\n{note}\n" for note in notes if note)
+        f"# fairpca compare\n\nData: {source}. Target dimension d = {comparison.n_components}; "
+        f"seed {comparison.random_state}; every number is computed on the held-out rows.\n\n"
+        + _markdown(table)
+        + "".join(f"\n{note}\n" for note in notes)
+        + "\n## What the columns mean\n\n"
+        + "".join(f"- {line}\n" for line in legend)
+        + "\n## Plots\n\n"
+        + "".join(f"- [{name}]({name})\n" for name in figures_made)
     )
     written = ["comparison.csv", "comparison.md"]
     by_d = group_errors_by_d(comparison, progress=progress)
@@ -214,8 +226,7 @@ def _write_outputs(comparison, output, fairness_columns, progress, source):
         "seed": comparison.random_state,
         "metrics": "computed on the held-out rows (fairpca.metrics.report)",
     }
-    notes = [note for note in notes if note]
-    sections = [("Comparison", [*notes, table])]
+    sections = [("Comparison", [*notes, table]), ("What the columns mean", legend)]
     sections += [(filename.removesuffix(".png"), [figure]) for filename, figure in made]
     (output / "report.html").write_text(html_report("fairpca compare", facts, sections))
     written.append("report.html")
@@ -261,6 +272,37 @@ def _staged(output):
         raise click.ClickException(f"could not write to {output}: {exc}") from exc
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def _base_column(column):
+    """``name[g]`` columns share one definition: ``name[g]``."""
+    return column.split("[", 1)[0] + "[g]" if "[" in column else column
+
+
+def _result_notes(comparison):
+    """Sentences on what in the table should not be read at face value."""
+    from fairpca.compare import NOISY_GROUP_ROWS, noisy_groups
+
+    table = comparison.table
+    notes = [_convergence_note(table), _stopped_note(comparison)]
+    meaning = {
+        "single-class": "its downstream classifier predicts one class for every held-out row, "
+        "so its parity gaps (0) say nothing about fairness",
+        "worse-than-PCA": "on the held-out rows it does worse than PCA on its own criterion",
+    }
+    for name, flags in table["flags"].items():
+        for flag in str(flags).split():
+            kind, _, column = flag.partition(":")
+            detail = f" ({column})" if column else ""
+            notes.append(f"Flag {name}: {meaning[kind]}{detail}.")
+    small = noisy_groups(comparison.split.s_test)
+    if small:
+        listed = ", ".join(f"{g!r} ({n} rows)" for g, n in small.items())
+        notes.append(
+            f"Noisy: groups with fewer than {NOISY_GROUP_ROWS} held-out rows: {listed}; "
+            "their per-group numbers, and the gaps they enter, vary a lot with the split."
+        )
+    return [note for note in notes if note]
 
 
 def _stopped_note(comparison):
@@ -514,6 +556,8 @@ def _load_dataset(name, split_index):
 def _print_and_write(comparison, output, source):
     import pandas as pd
 
+    from fairpca.metrics import describe_metric
+
     table = comparison.table
     scalar = [c for c in table.columns if "[" not in c and c != "converged"]
     with pd.option_context("display.width", 200, "display.max_columns", None):
@@ -522,9 +566,11 @@ def _print_and_write(comparison, output, source):
         "converged: "
         + ", ".join(f"{name} {'yes' if ok else 'NO'}" for name, ok in table["converged"].items())
     )
-    for note in (_convergence_note(table), _stopped_note(comparison)):
-        if note:
-            click.echo(note, err=True)
+    for note in _result_notes(comparison):
+        click.echo(note, err=True)
+    click.echo("\nColumns:")
+    for column in scalar:
+        click.echo("  " + describe_metric(column))
     for name, reason in comparison.unavailable.items():
         click.echo(f"{name}: not available ({reason})", err=True)
     if output is not None:

@@ -26,6 +26,8 @@ __all__ = [
     "compare_split",
     "make_methods",
     "make_split",
+    "noisy_groups",
+    "result_flags",
 ]
 
 #: Fewest rows each group must have for a train/test comparison to mean anything.
@@ -263,6 +265,7 @@ def compare_split(
     # without the attribute (PCA) is solved in closed form.
     table["converged"] = [bool(getattr(fitted[name], "converged_", True)) for name in table.index]
     table["fit_seconds"] = [seconds[name] for name in table.index]
+    table["flags"] = [" ".join(flags) for flags in result_flags(table).values()]
     return Comparison(
         table=table,
         estimators=fitted,
@@ -387,6 +390,11 @@ def make_split(X, sensitive_features, y=None, *, test_size=0.3, random_state=0, 
     encoder = _encoder(frame).fit(frame.iloc[train])
     names = [str(n).split("__", 1)[-1] for n in encoder.get_feature_names_out()]
     dropped = f", {n_dropped} rows with missing values dropped first" if n_dropped else ""
+    encoded = (
+        "categorical columns one-hot encoded, "
+        if any(not _is_numeric(frame[c]) for c in frame.columns)
+        else ""
+    )
     return Split(
         X_train=encoder.transform(frame.iloc[train]),
         X_test=encoder.transform(frame.iloc[test]),
@@ -398,8 +406,8 @@ def make_split(X, sensitive_features, y=None, *, test_size=0.3, random_state=0, 
         n_dropped=n_dropped,
         description=(
             f"stratified {1 - test_size:.0%}/{test_size:.0%} train/test split "
-            f"(seed {random_state}){dropped}; categorical columns one-hot encoded, "
-            "every column standardised, with the training rows' statistics"
+            f"(seed {random_state}){dropped}; {encoded}every column standardised with "
+            "the training rows' statistics"
         ),
     )
 
@@ -471,6 +479,56 @@ def _encoder(frame):
         )
         parts.append(("cat", one_hot, categorical))
     return make_pipeline(ColumnTransformer(parts), StandardScaler())
+
+
+#: The criterion each method optimises, as a column of the report (lower is fairer).
+OWN_CRITERION = {
+    "MinMaxLossFairPCA": "max_marginal_loss",
+    "MMDFairPCA": "mmd2",
+    "RobustFairPCA": "reconstruction_error_gap",
+    "ParetoFairPCA": "max_abs_pairwise_disparity_error",
+    "ConvexFairPCA": "mmd2",
+    "MeanMatchingFairPCA": "group_separability",
+    "FairKernelPCA": "group_separability",
+    "LinearErasure": "group_separability",
+}
+
+#: Groups with fewer held-out rows than this make per-group numbers noisy.
+NOISY_GROUP_ROWS = 30
+
+
+def result_flags(table):
+    """Why a row of a comparison table should not be read at face value.
+
+    Returns
+    -------
+    flags : dict of str to list of str
+        Per method: ``"single-class"`` when the downstream classifier predicts
+        one class for every held-out row (its parity gaps are 0 without saying
+        anything about fairness), ``"worse-than-PCA:<column>"`` when a fair
+        method does worse than PCA on the held-out value of its own criterion
+        (:data:`OWN_CRITERION`).
+    """
+    flags = {name: [] for name in table.index}
+    for name in table.index:
+        rate = table.loc[name, "positive_rate"] if "positive_rate" in table else np.nan
+        if rate in (0.0, 1.0):
+            flags[name].append("single-class")
+        column = OWN_CRITERION.get(str(name))
+        if column in table and "PCA" in table.index:
+            if table.loc[name, column] > table.loc["PCA", column]:
+                flags[name].append(f"worse-than-PCA:{column}")
+    return flags
+
+
+def noisy_groups(s_test, min_rows=NOISY_GROUP_ROWS):
+    """Held-out groups with fewer than ``min_rows`` rows: ``{group: rows}``."""
+    labels, counts = np.unique(np.asarray(s_test), return_counts=True)
+    return {
+        label.item() if hasattr(label, "item") else label: int(count)
+        for label, count in zip(labels, counts, strict=True)
+        if count < min_rows
+    }
 
 
 #: Most target dimensions refitted for the per-group error against d.

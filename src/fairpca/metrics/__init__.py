@@ -57,12 +57,14 @@ from fairpca.metrics._reconstruction import (
     reconstruction_error,
     reconstruction_error_gap,
 )
-from fairpca.metrics._report import report
+from fairpca.metrics._report import METRIC_DEFINITIONS, describe_metric, report
 from fairpca.metrics._scorer import ReconstructionScorer
 
 __all__ = [
+    "METRIC_DEFINITIONS",
     "ReconstructionScorer",
     "communality",
+    "describe_metric",
     "disparity_error",
     "downstream_fairness",
     "explained_variance_ratio",

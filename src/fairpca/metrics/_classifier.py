@@ -223,7 +223,10 @@ def downstream_fairness(
     -------
     result : dict
         Keys ``"accuracy"``, ``"demographic_parity_difference"``,
-        ``"equal_opportunity_difference"``, ``"equalized_odds_difference"``.
+        ``"equal_opportunity_difference"``, ``"equalized_odds_difference"``
+        and ``"positive_rate"`` (share of rows predicted positive: 0 or 1
+        means the classifier predicts one class, and its parity gaps are 0
+        without saying anything about fairness).
     """
     from sklearn.model_selection import cross_val_predict
     from sklearn.svm import SVC, LinearSVC
@@ -268,4 +271,5 @@ def downstream_fairness(
         "equalized_odds_difference": float(
             flm.equalized_odds_difference(y01, pred, sensitive_features=codes)
         ),
+        "positive_rate": float(np.mean(pred)),
     }

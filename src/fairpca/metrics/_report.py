@@ -28,6 +28,104 @@ def _import_pandas():
     return pd
 
 
+#: What each column of :func:`report` (and of a comparison table) measures:
+#: ``(definition, direction, scale)``. Per-group columns ``name[g]`` share
+#: their base name's entry.
+METRIC_DEFINITIONS = {
+    "n_components": ("target dimension d (columns of the representation)", "", "count"),
+    "explained_variance_ratio": (
+        "share of the held-out variance the projection keeps",
+        "higher keeps more",
+        "fraction",
+    ),
+    "reconstruction_error": (
+        "squared distance between a held-out row and its reconstruction (ARE)",
+        "lower is better",
+        "mean per row, units of X squared",
+    ),
+    "reconstruction_error_gap": (
+        "largest minus smallest group reconstruction error (ABDiff)",
+        "lower is fairer",
+        "mean per row, units of X squared",
+    ),
+    "max_marginal_loss": (
+        "largest group marginal loss: the group's reconstruction error minus that "
+        "of its own best rank-d projection",
+        "lower is fairer",
+        "mean per row, units of X squared",
+    ),
+    "max_disparity_error": (
+        "largest group disparity error (marginal loss times the group's rows, Kamani et al.)",
+        "lower is fairer",
+        "sum over the group's rows",
+    ),
+    "mean_disparity_error": (
+        "mean of the groups' disparity errors",
+        "lower is fairer",
+        "sum over the group's rows",
+    ),
+    "max_abs_pairwise_disparity_error": (
+        "largest difference between two groups' disparity errors",
+        "lower is fairer",
+        "sum over rows",
+    ),
+    "mmd2": (
+        "largest squared MMD between two groups' representations (RBF kernel, one bandwidth)",
+        "lower is fairer",
+        "0 for equal distributions",
+    ),
+    "group_separability": (
+        "largest KS distance between two groups' out-of-fold scores of a linear classifier "
+        "of the group",
+        "lower is fairer",
+        "0 (inseparable) to 1",
+    ),
+    "reconstruction_error[g]": (
+        "group g's reconstruction error",
+        "lower is better",
+        "mean per row",
+    ),
+    "marginal_loss[g]": ("group g's marginal loss", "lower is better", "mean per row"),
+    "disparity_error[g]": ("group g's disparity error", "lower is better", "sum over its rows"),
+    "accuracy": (
+        "cross-validated accuracy of the downstream classifier of the target",
+        "higher is better",
+        "fraction",
+    ),
+    "demographic_parity_difference": (
+        "largest gap between groups' rates of positive predictions (ΔDP)",
+        "lower is fairer",
+        "fraction",
+    ),
+    "equal_opportunity_difference": (
+        "largest gap between groups' true-positive rates",
+        "lower is fairer",
+        "fraction",
+    ),
+    "equalized_odds_difference": (
+        "largest gap between groups' true- or false-positive rates (ΔEO)",
+        "lower is fairer",
+        "fraction",
+    ),
+    "positive_rate": (
+        "share of rows the downstream classifier predicts positive (0 or 1: one class only)",
+        "",
+        "fraction",
+    ),
+    "converged": ("whether the method's solver met its stopping rule", "", "yes/no"),
+    "fit_seconds": ("wall-clock time of the fit", "", "seconds"),
+    "flags": ("reasons not to read the row at face value (see the notes)", "", ""),
+}
+
+
+def describe_metric(column):
+    """One line saying what a report column measures, its direction and scale."""
+    base = column.split("[", 1)[0] + "[g]" if "[" in column else column
+    definition, direction, scale = METRIC_DEFINITIONS.get(base, ("", "", ""))
+    extras = "; ".join(part for part in (direction, scale) if part)
+    return f"{column}: {definition}" + (f" ({extras})" if extras else "")
+
+
 _RECONSTRUCTION_COLUMNS = (
     "explained_variance_ratio",
     "reconstruction_error",
