@@ -147,7 +147,8 @@ def test_compare_user_csv_writes_outputs(csv_file, tmp_path):
     assert "PCA" in table.index
     assert {"reconstruction_error[female]", "reconstruction_error[male]"} <= set(table.columns)
     md = (out / "comparison.md").read_text()
-    assert md.startswith("| method |") and "| PCA |" in md
+    assert md.startswith("# fairpca compare") and "\n| method |" in md and "| PCA |" in md
+    assert "## What the columns mean" in md and "[biplot.png](biplot.png)" in md
     for png in ("group_errors.png", "tradeoff.png", "biplot.png", "communality.png"):
         assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # Nothing was written beside the input file.
