@@ -204,3 +204,23 @@ def test_cli_output_is_checked_before_computing_and_written_whole(monkeypatch, t
 
 def _raise_disk_full(*args, **kwargs):
     raise OSError(28, "No space left on device (injected by the test)")
+
+
+def test_warnings_are_one_plain_line_and_refits_report_convergence(monkeypatch, tmp_path):
+    _use_methods(monkeypatch, [_Balanced, _StopsEarly])
+    out = tmp_path / "report"
+    result = CliRunner().invoke(cli, ["compare", "--output", str(out)])
+    assert result.exit_code == 0, result.output
+    # The command line formats every warning as one plain line (pytest records them here).
+    from fairpca.cli import _one_line_warning
+
+    assert warnings.formatwarning is _one_line_warning
+    line = warnings.formatwarning("stopped (gap 0.1)", ConvergenceWarning, "/x/mmd.py", 12, "code")
+    assert line == "ConvergenceWarning: stopped (gap 0.1)\n"
+    by_d = pd.read_csv(out / "group_errors_by_d.csv")
+    assert not by_d.loc[by_d["method"] == "_StopsEarly", "converged"].any()
+    assert by_d.loc[by_d["method"] == "_Balanced", "converged"].all()
+    assert "Refits for the plot against d that did not converge: _StopsEarly (d = 1)" in (
+        result.output
+    )
+    assert "Refits for the plot against d" in (out / "comparison.md").read_text()

@@ -17,6 +17,7 @@ import shutil
 import sys
 import tempfile
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -176,7 +177,16 @@ def _write_outputs(comparison, output, fairness_columns, progress, source):
     table, split = comparison.table, comparison.split
     output.mkdir(parents=True, exist_ok=True)
     table.to_csv(output / "comparison.csv", index_label="method")
+    by_d = group_errors_by_d(comparison, progress=progress)
     notes = _result_notes(comparison)
+    unconverged = by_d.loc[~by_d["converged"], ["method", "d"]].drop_duplicates()
+    if len(unconverged):
+        refits = ", ".join(f"{m} (d = {d})" for m, d in unconverged.itertuples(index=False))
+        notes.append(
+            f"Refits for the plot against d that did not converge: {refits}; their points "
+            "describe the last iterate."
+        )
+        click.echo(notes[-1], err=True)
     legend = list(dict.fromkeys(describe_metric(_base_column(c)) for c in table.columns))
     figures_made = ["tradeoff.png", "group_errors.png", "group_errors_by_d.png"]
     figures_made += ["biplot.png"] if comparison.n_components >= 2 else []
@@ -192,7 +202,6 @@ def _write_outputs(comparison, output, fairness_columns, progress, source):
         + "".join(f"- [{name}]({name})\n" for name in figures_made)
     )
     written = ["comparison.csv", "comparison.md"]
-    by_d = group_errors_by_d(comparison, progress=progress)
     by_d.to_csv(output / "group_errors_by_d.csv", index=False)
     written.append("group_errors_by_d.csv")
     # The biplot and the communality are about components; LinearErasure keeps
@@ -403,6 +412,12 @@ def _data_options(command):
 @click.version_option(package_name="fairpca")
 def cli():
     """Fair principal component analysis: compare methods and audit projections."""
+    # One plain line per warning: the category and the message, no library source.
+    warnings.formatwarning = _one_line_warning
+
+
+def _one_line_warning(message, category, filename, lineno, line=None):
+    return f"{category.__name__}: {message}\n"
 
 
 @cli.command()

@@ -551,7 +551,8 @@ def group_errors_by_d(comparison, *, max_d_values=MAX_D_VALUES, progress=None):
     -------
     pandas.DataFrame
         Columns ``method``, ``d``, ``group``, ``error`` (mean squared
-        reconstruction error of the group's test rows).
+        reconstruction error of the group's test rows) and ``converged`` (the
+        fit's ``converged_``; True for closed-form methods).
     """
     import pandas as pd
 
@@ -581,6 +582,9 @@ def group_errors_by_d(comparison, *, max_d_values=MAX_D_VALUES, progress=None):
                 names=comparison.methods,
             )[0]
         for name, est in models.items():
+            converged = bool(getattr(est, "converged_", True))
             for group, error in group_reconstruction_error(split.X_test, split.s_test, est).items():
-                rows.append({"method": name, "d": d, "group": group, "error": error})
+                rows.append(
+                    {"method": name, "d": d, "group": group, "error": error, "converged": converged}
+                )
     return pd.DataFrame(rows)
