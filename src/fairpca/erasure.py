@@ -36,7 +36,7 @@ References
 """
 
 import numpy as np
-from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
 from fairpca._base import (
@@ -89,7 +89,7 @@ def leace_map(moments, attributes="intersectional"):
     return unwhiten @ Q @ (Q.T @ whiten), Q.shape[1]
 
 
-class LinearErasure(TransformerMixin, BaseEstimator):
+class LinearErasure(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     """Remove every linear trace of a group attribute with the smallest edit (LEACE).
 
     ``transform(X) = X - (X - mean_) @ erasure_.T`` where ``erasure_`` is the
