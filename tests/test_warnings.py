@@ -51,3 +51,32 @@ def test_partial_fit_warning_points_at_the_caller():
         lambda: est.partial_fit(X[S == S[0]], sensitive_features=S[S == S[0]]), UserWarning
     ):
         assert w.filename == __file__
+
+
+@pytest.mark.parametrize(
+    "est",
+    [
+        fairpca.MMDFairPCA(n_components=2, max_iter=2, verbose=1, random_state=0),
+        fairpca.MinMaxLossFairPCA(n_components=2, verbose=1),
+        fairpca.RobustFairPCA(n_components=2, n_iter=5, n_restarts=1, verbose=1),
+        fairpca.ConvexFairPCA(n_components=2, verbose=1),
+        fairpca.ParetoFairPCA(n_components=2, verbose=1),
+    ],
+    ids=lambda e: type(e).__name__,
+)
+def test_verbose_prints_progress_without_logging_set_up(est, capsys, monkeypatch):
+    import logging
+
+    monkeypatch.setattr(logging.getLogger(), "handlers", [])  # as in a fresh interpreter
+    X, s = make_gaussian_groups(n_samples=200, n_features=5, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(X, sensitive_features=s)
+    printed = capsys.readouterr().err
+    assert printed.strip(), "nothing printed"
+    assert logging.getLogger("fairpca").handlers == []  # the handler lived only during fit
+    quiet = type(est)(**{**est.get_params(), "verbose": 0})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        quiet.fit(X, sensitive_features=s)
+    assert capsys.readouterr().err == ""

@@ -13,7 +13,10 @@ that needs a bounded sample of rows besides the moments fits on Dask input by
 overriding ``_fit_components_dask``.
 """
 
+import contextlib
 import functools
+import logging
+import sys
 from abc import ABCMeta, abstractmethod
 
 import numpy as np
@@ -42,20 +45,48 @@ from fairpca.moments import GroupMoments
 __all__ = ["FairPCABase"]
 
 
+@contextlib.contextmanager
+def verbose_output(estimator):
+    """While ``estimator`` fits with ``verbose > 0``, print the package's progress to stderr.
+
+    The methods report progress on the ``fairpca.*`` loggers at INFO level. As
+    scikit-learn estimators print when verbose, a handler writing plain lines
+    to stderr is attached for the duration of the fit, unless logging is
+    configured already (a handler on the root or the ``fairpca`` logger), in
+    which case the messages go there.
+    """
+    package = logging.getLogger("fairpca")
+    if not getattr(estimator, "verbose", 0) or package.handlers or logging.getLogger().handlers:
+        yield
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    level = package.level
+    package.addHandler(handler)
+    package.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        package.removeHandler(handler)
+        package.setLevel(level)
+
+
 def transactional(method):
     """Decorate ``fit``-like methods: if the call raises, the estimator is left as it was.
 
     Every attribute is put back (a refit deletes and replaces attributes, it
     does not change arrays in place), so a failed ``fit`` leaves neither a half
     fitted state nor a stale ``n_features_in_``, and a failed ``partial_fit``
-    keeps the moments and components of the chunks before it.
+    keeps the moments and components of the chunks before it. The call also
+    prints progress when the estimator is verbose (:func:`verbose_output`).
     """
 
     @functools.wraps(method)
     def wrapper(self, *args, **kwargs):
         saved = dict(vars(self))
         try:
-            return method(self, *args, **kwargs)
+            with verbose_output(self):
+                return method(self, *args, **kwargs)
         except BaseException:
             state = vars(self)
             state.clear()
