@@ -410,3 +410,20 @@ def test_compare_flags_single_class_classifiers_and_noisy_groups(tmp_path):
     assert "Flag PCA: its downstream classifier predicts one class" in result.output
     assert "Noisy: groups with fewer than 30 held-out rows: 'small' (12 rows)" in result.output
     assert "mmd2: largest squared MMD" in result.output  # the legend of the columns
+
+
+@pytest.mark.requires_data("german_credit")
+def test_dataset_read_from_data_home(tmp_path, monkeypatch):
+    import shutil
+
+    from conftest import data_home
+
+    shutil.copytree(data_home() / "german_credit", tmp_path / "german_credit")
+    monkeypatch.setenv("FAIRPCA_DATA", str(tmp_path / "nowhere"))
+    args = ["compare", "--dataset", "german", "--methods", "MeanMatchingFairPCA"]
+    missing = CliRunner().invoke(cli, args)
+    assert missing.exit_code == 1 and "not found" in missing.output
+    result = CliRunner().invoke(cli, [*args, "--data-home", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    refused = CliRunner().invoke(cli, ["compare", "--data-home", str(tmp_path)])
+    assert refused.exit_code == 2 and "--data-home needs --dataset" in refused.output

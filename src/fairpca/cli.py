@@ -402,6 +402,14 @@ def _data_options(command):
             metavar="NAME,NAME...",
             help="Methods to run (PCA, the reference, always runs) [default: every method].",
         ),
+        click.option(
+            "--data-home",
+            type=click.Path(file_okay=False, path_type=Path),
+            help=(
+                "Folder of the data sets for --dataset [default: $FAIRPCA_DATA, else "
+                "~/scikit_learn_data/fairpca]."
+            ),
+        ),
     ]
     for option in reversed(options):
         command = option(command)
@@ -480,6 +488,7 @@ def _resolve_split(
     impute,
     bins,
     methods,
+    data_home,
 ):
     """The train/test split the options name, a one-line description, the methods asked for.
 
@@ -490,6 +499,8 @@ def _resolve_split(
     from fairpca.compare import make_split
 
     methods = _names(methods)
+    if data_home is not None and dataset is None:
+        raise click.UsageError("--data-home needs --dataset (it is where the data sets are).")
     csv_only = {"--features": features, "--drop": drop, "--impute": impute, "--bins": bins}
     if data is None and any(v is not None for v in csv_only.values()):
         given = [k for k, v in csv_only.items() if v is not None]
@@ -505,7 +516,7 @@ def _resolve_split(
             raise click.UsageError(
                 "--test-size does not apply to --dataset: the protocol fixes it."
             )
-        split = _load_dataset(dataset, 0 if split_index is None else split_index)
+        split = _load_dataset(dataset, 0 if split_index is None else split_index, data_home)
         source = f"{dataset} ({split.description})"
         n_rows, n_features = split.X_train.shape[0] + split.X_test.shape[0], split.X_train.shape[1]
         _echo_data(source, n_rows, n_features, n_components)
@@ -555,13 +566,13 @@ def _echo_data(source, n_rows, n_features, n_components):
     click.echo(f"data: {source}; {n_rows} rows, {n_features} features; d = {n_components}")
 
 
-def _load_dataset(name, split_index):
+def _load_dataset(name, split_index, data_home=None):
     """The protocol's split of a real data set; missing or corrupt files end the command."""
     from fairpca import experiments
 
     protocol, dataset = DATASETS[name]
     try:
-        return getattr(experiments, protocol)(dataset, split=split_index)
+        return getattr(experiments, protocol)(dataset, split=split_index, data_home=data_home)
     except ImportError as exc:
         raise click.ClickException(str(exc)) from exc
     except (OSError, ValueError) as exc:
