@@ -81,7 +81,7 @@ def test_biplot_and_communality():
     s = np.repeat([0, 1], 100)
     X = rng.normal(size=(200, 4)) + s[:, None] * [3.0, 0, 0, 0]
     models = {"PCA": PCA(2).fit(X), "PCA-3": PCA(3).fit(X)}
-    fig = plot_protected_biplot(models, X, s)
+    fig = plot_protected_biplot(models, X, s, n_features_shown=0)  # group arrows only
     axes = [ax for ax in fig.axes if ax.get_visible()]
     assert [ax.get_title() for ax in axes] == ["PCA", "PCA-3"]
     arrow_tips = np.array([a.xy for a in axes[0].texts])
@@ -258,3 +258,23 @@ def test_tradeoff_curve_plot_has_intervals_and_frontier():
     odd.loc[0, "mmd2_high"] = odd.loc[0, "mmd2"] / 2
     odd.loc[0, "explained_variance_ratio_low"] = odd.loc[0, "explained_variance_ratio"] * 1.1
     assert len(plot_tradeoff_curve(odd).axes) == 2
+
+
+def test_biplot_draws_the_largest_feature_loadings_with_their_names():
+    from fairpca import MeanMatchingFairPCA
+    from fairpca.datasets import make_gaussian_groups
+    from fairpca.plotting import _feature_loadings, plot_protected_biplot
+
+    X, s = make_gaussian_groups(n_samples=300, n_features=6, random_state=4)
+    est = MeanMatchingFairPCA().fit(X, sensitive_features=s)
+    scores = est.transform(X)
+    loadings = _feature_loadings(X, scores)
+    expected = np.array(
+        [[np.corrcoef(X[:, j], scores[:, k])[0, 1] for k in (0, 1)] for j in range(6)]
+    )
+    np.testing.assert_allclose(loadings, expected, atol=1e-12)
+    names = [f"feature {j}" for j in range(6)]
+    fig = plot_protected_biplot({"MM": est}, X, s, feature_names=names, n_features_shown=2)
+    labelled = {t.get_text() for t in fig.axes[0].texts if t.get_text()}  # arrows have none
+    top = {names[j] for j in np.argsort(-np.linalg.norm(expected, axis=1))[:2]}
+    assert labelled == top

@@ -218,7 +218,12 @@ def _write_outputs(comparison, output, fairness_columns, progress, source):
     ]
     if comparison.n_components >= 2:
         figures.append(
-            ("biplot.png", lambda: plot_protected_biplot(fitted, split.X_test, split.s_test))
+            (
+                "biplot.png",
+                lambda: plot_protected_biplot(
+                    fitted, split.X_test, split.s_test, feature_names=split.feature_names
+                ),
+            )
         )
     figures.append(
         ("communality.png", lambda: plot_communality(fitted, split.X_test, split.s_test))

@@ -55,7 +55,7 @@ def plot_tradeoff(table, fairness_columns, quality_column="explained_variance_ra
     # Methods without the quality measure (e.g. no reconstruction) cannot be placed.
     missing = table.index[table[quality_column].isna()]
     table = table.drop(index=missing)
-    fig = _figure(figsize=(4.8 * len(columns), 4.2), layout="tight")
+    fig = _figure(figsize=(4.8 * len(columns) + 2.2, 4.2), layout="constrained")
     axes = fig.subplots(1, len(columns), squeeze=False)
     quality = table[quality_column].to_numpy(dtype=float)
     markers = "osD^vP*Xh<>"
@@ -64,6 +64,14 @@ def plot_tradeoff(table, fairness_columns, quality_column="explained_variance_ra
         for i, name in enumerate(table.index):
             ax.scatter(
                 unfairness[i], quality[i], marker=markers[i % len(markers)], s=60, label=name
+            )
+            # A name beside each marker: methods at the same point stay identifiable.
+            ax.annotate(
+                str(name),
+                (unfairness[i], quality[i]),
+                xytext=(4, 4 + 7 * (i % 3)),
+                textcoords="offset points",
+                fontsize="x-small",
             )
         front = frontier_mask(quality, unfairness)
         order = np.argsort(unfairness[front])
@@ -74,7 +82,8 @@ def plot_tradeoff(table, fairness_columns, quality_column="explained_variance_ra
         ax.set_xlabel(f"{column} (lower is fairer)")
         ax.set_ylabel(f"{quality_column} (fraction)")
         ax.grid(alpha=0.3)
-    axes[0][0].legend(fontsize="small", loc="best")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside right upper", fontsize="small")
     title = "Quality against fairness, one marker per method"
     if len(missing):
         title += f"\n(not shown, no {quality_column}: {', '.join(map(str, missing))})"
@@ -128,7 +137,8 @@ def plot_tradeoff_curve(curve, metrics=None):
         ax.set_xlabel(f"{metric} (held out; lower is fairer)")
         ax.set_ylabel(f"{QUALITY} (held out)")
         ax.grid(alpha=0.3)
-    axes[0].legend(fontsize="small", loc="best")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside right upper", fontsize="small")
     level = curve.attrs.get("confidence")
     fig.suptitle(
         "Fairness against retained variance"
@@ -246,13 +256,23 @@ def protected_loadings(scores, sensitive_features):
     return groups, loadings
 
 
-def plot_protected_biplot(projections, X, sensitive_features, *, max_points=400, random_state=0):
+def plot_protected_biplot(
+    projections,
+    X,
+    sensitive_features,
+    *,
+    max_points=400,
+    random_state=0,
+    feature_names=None,
+    n_features_shown=4,
+):
     """Biplot of the first two components of each method with the protected attribute.
 
-    Rows (a subsample) are drawn as points coloured by group; arrows show the
-    correlation loadings of each group's indicator (see
-    :func:`protected_loadings`). A fair projection has short arrows and mixed
-    colours.
+    Rows (a subsample) are drawn as points coloured by group; coloured arrows
+    show the correlation loadings of each group's indicator (see
+    :func:`protected_loadings`), grey arrows those of the ``n_features_shown``
+    features most correlated with the two scores, labelled. A fair projection
+    has short coloured arrows and mixed colours.
 
     Parameters
     ----------
@@ -264,12 +284,19 @@ def plot_protected_biplot(projections, X, sensitive_features, *, max_points=400,
         Points drawn per panel.
     random_state : int, default=0
         Seed of the subsample.
+    feature_names : list of str, default=None
+        Labels of the features (default ``x0, x1, ...``).
+    n_features_shown : int, default=4
+        Feature loadings drawn per panel.
 
     Returns
     -------
     fig : matplotlib.figure.Figure
     """
     s = np.asarray(sensitive_features)
+    X = np.asarray(X, dtype=float)
+    if feature_names is None:
+        feature_names = [f"x{j}" for j in range(X.shape[1])]
     rng = np.random.default_rng(random_state)
     shown = rng.permutation(len(s))[:max_points]
     names = list(projections)
@@ -283,14 +310,26 @@ def plot_protected_biplot(projections, X, sensitive_features, *, max_points=400,
         scores = projections[name].transform(X)
         if scores.shape[1] < 2:
             raise ValueError(f"{name} has fewer than 2 components: no biplot.")
-        panels[name] = (scores[:, :2], protected_loadings(scores[:, :2], s)[1])
+        panels[name] = (
+            scores[:, :2],
+            protected_loadings(scores[:, :2], s)[1],
+            _feature_loadings(X, scores[:, :2]),
+        )
     # Correlations of a fair projection are small: one magnification for every
     # panel keeps the arrows visible and comparable between methods.
-    largest = max(np.abs(loadings).max() for _, loadings in panels.values())
+    largest = max(np.abs(loadings).max() for _, loadings, _ in panels.values())
     magnify = 1.0 if largest >= 0.5 else float(np.floor(0.8 / max(largest, 1e-3)))
     for ax, name in zip(axes.flat, names, strict=False):
-        scores, loadings = panels[name]
+        scores, loadings, features = panels[name]
         scale = np.abs(scores[shown]).max()
+        for j in np.argsort(-np.linalg.norm(features, axis=1))[:n_features_shown]:
+            ax.annotate(
+                "",
+                xy=tuple(features[j]),
+                xytext=(0, 0),
+                arrowprops={"arrowstyle": "->", "lw": 1.0, "color": "0.45", "shrinkA": 0},
+            )
+            ax.text(*(1.08 * features[j]), str(feature_names[j]), fontsize="x-small", color="0.3")
         for g in groups:
             rows = shown[s[shown] == g]
             ax.scatter(scores[rows, 0] / scale, scores[rows, 1] / scale, s=8, alpha=0.35)
@@ -317,13 +356,27 @@ def plot_protected_biplot(projections, X, sensitive_features, *, max_points=400,
         Line2D([], [], marker="o", ls="", color=f"C{i}", label=f"group {g}")
         for i, g in enumerate(groups)
     ]
+    handles.append(
+        Line2D([], [], color="0.45", lw=1.0, label="grey: correlation of a feature with the scores")
+    )
     arrow = "arrow: correlation of each group's indicator with the scores"
     handles.append(
         Line2D([], [], color="k", lw=2.5, label=arrow + (f" (x{magnify:g})" if magnify > 1 else ""))
     )
-    fig.legend(handles=handles, loc="outside lower center", ncols=len(groups) + 1, fontsize="small")
+    fig.legend(
+        handles=handles, loc="outside lower center", ncols=min(len(handles), 4), fontsize="small"
+    )
     fig.suptitle("Biplot: held-out rows and the protected attribute's loadings")
     return fig
+
+
+def _feature_loadings(X, scores):
+    """Correlation of each feature with each score column, shape (n_features, 2)."""
+    Xc, Zc = X - X.mean(axis=0), scores - scores.mean(axis=0)
+    norms = np.outer(np.linalg.norm(Xc, axis=0), np.linalg.norm(Zc, axis=0))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        corr = (Xc.T @ Zc) / norms
+    return np.nan_to_num(corr)
 
 
 def plot_communality(projections, X, sensitive_features):
@@ -356,7 +409,7 @@ def plot_communality(projections, X, sensitive_features):
             bottom += value
     handles, labels = ax.get_legend_handles_labels()
     unique = dict(zip(labels, handles, strict=True))
-    ax.legend(unique.values(), unique.keys(), fontsize="small", loc="upper right")
+    fig.legend(unique.values(), unique.keys(), fontsize="small", loc="outside right upper")
     ax.set_xticks(range(len(names)), names, rotation=20, ha="right")
     ax.set_ylabel("communality (sum of squared correlations)")
     ax.set_title(
