@@ -427,3 +427,8 @@ def test_dataset_read_from_data_home(tmp_path, monkeypatch):
     assert result.exit_code == 0, result.output
     refused = CliRunner().invoke(cli, ["compare", "--data-home", str(tmp_path)])
     assert refused.exit_code == 2 and "--data-home needs --dataset" in refused.output
+
+
+def test_tradeoff_refuses_zero_jobs():
+    result = CliRunner().invoke(cli, ["tradeoff", "--jobs", "0"])
+    assert result.exit_code == 2 and "--jobs must be a positive number or -1" in result.output

@@ -563,6 +563,12 @@ def _names(text):
     return None if text is None else [name.strip() for name in text.split(",") if name.strip()]
 
 
+def _check_jobs(n_jobs):
+    """``--jobs``: a positive number of processes, or -1 for one per core."""
+    if n_jobs == 0 or n_jobs < -1:
+        raise click.UsageError(f"--jobs must be a positive number or -1, got {n_jobs}.")
+
+
 def _progress(message):
     click.echo(message, err=True)
 
@@ -659,8 +665,7 @@ def tradeoff(metrics, n_bootstrap, n_jobs, output, force, **data_options):
     from fairpca.tradeoff import tradeoff_curve_split
 
     _check_output(output, force)
-    if n_jobs == 0 or n_jobs < -1:
-        raise click.UsageError(f"--jobs must be a positive number or -1, got {n_jobs}.")
+    _check_jobs(n_jobs)
     split, source, methods = _resolve_split(**data_options)
     n_components, random_state = data_options["n_components"], data_options["random_state"]
     try:
@@ -785,8 +790,7 @@ def reproduce(target, list_targets, quick, output, force, data_home, n_jobs):
             f"unknown target {target!r}; valid targets: {', '.join(rep.TARGETS)}."
         )
     _check_output(output, force)
-    if n_jobs == 0 or n_jobs < -1:
-        raise click.UsageError(f"--jobs must be a positive number or -1, got {n_jobs}.")
+    _check_jobs(n_jobs)
     info = rep.TARGETS[target]
     jobs, unavailable = rep.plan(target, quick=quick, data_home=data_home)
     if not quick:
