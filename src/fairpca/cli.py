@@ -165,7 +165,7 @@ def _markdown(table, floatfmt=".4g"):
 def _write_outputs(comparison, output, fairness_columns, progress, source):
     from fairpca._html import html_report
     from fairpca.compare import group_errors_by_d
-    from fairpca.metrics import describe_metric
+    from fairpca.metrics import describe_metric, metric_family
     from fairpca.plotting import (
         plot_communality,
         plot_group_errors,
@@ -187,23 +187,7 @@ def _write_outputs(comparison, output, fairness_columns, progress, source):
             "describe the last iterate."
         )
         click.echo(notes[-1], err=True)
-    legend = list(dict.fromkeys(describe_metric(_base_column(c)) for c in table.columns))
-    figures_made = ["tradeoff.png", "group_errors.png", "group_errors_by_d.png"]
-    figures_made += ["biplot.png"] if comparison.n_components >= 2 else []
-    figures_made += ["communality.png"]
-    (output / "comparison.md").write_text(
-        f"# fairpca compare\n\nData: {source}. Target dimension d = {comparison.n_components}; "
-        f"seed {comparison.random_state}; every number is computed on the held-out rows.\n\n"
-        + _markdown(table)
-        + "".join(f"\n{note}\n" for note in notes)
-        + "\n## What the columns mean\n\n"
-        + "".join(f"- {line}\n" for line in legend)
-        + "\n## Plots\n\n"
-        + "".join(f"- [{name}]({name})\n" for name in figures_made)
-    )
-    written = ["comparison.csv", "comparison.md"]
-    by_d.to_csv(output / "group_errors_by_d.csv", index=False)
-    written.append("group_errors_by_d.csv")
+    legend = list(dict.fromkeys(describe_metric(metric_family(c)) for c in table.columns))
     # The biplot and the communality are about components; LinearErasure keeps
     # every feature and has none.
     fitted = {
@@ -228,6 +212,19 @@ def _write_outputs(comparison, output, fairness_columns, progress, source):
     figures.append(
         ("communality.png", lambda: plot_communality(fitted, split.X_test, split.s_test))
     )
+    (output / "comparison.md").write_text(
+        f"# fairpca compare\n\nData: {source}. Target dimension d = {comparison.n_components}; "
+        f"seed {comparison.random_state}; every number is computed on the held-out rows.\n\n"
+        + _markdown(table)
+        + "".join(f"\n{note}\n" for note in notes)
+        + "\n## What the columns mean\n\n"
+        + "".join(f"- {line}\n" for line in legend)
+        + "\n## Plots\n\n"
+        + "".join(f"- [{name}]({name})\n" for name, _ in figures)
+    )
+    written = ["comparison.csv", "comparison.md"]
+    by_d.to_csv(output / "group_errors_by_d.csv", index=False)
+    written.append("group_errors_by_d.csv")
     made = []
     for filename, make in figures:
         figure = make()
@@ -286,11 +283,6 @@ def _staged(output):
         raise click.ClickException(f"could not write to {output}: {exc}") from exc
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-
-
-def _base_column(column):
-    """``name[g]`` columns share one definition: ``name[g]``."""
-    return column.split("[", 1)[0] + "[g]" if "[" in column else column
 
 
 def _result_notes(comparison):
@@ -563,6 +555,18 @@ def _names(text):
     return None if text is None else [name.strip() for name in text.split(",") if name.strip()]
 
 
+def _jobs_option(what):
+    """The ``--jobs`` option (checked by :func:`_check_jobs`)."""
+    return click.option(
+        "--jobs",
+        "n_jobs",
+        type=int,
+        default=1,
+        show_default=True,
+        help=f"{what} (-1: one per core).",
+    )
+
+
 def _check_jobs(n_jobs):
     """``--jobs``: a positive number of processes, or -1 for one per core."""
     if n_jobs == 0 or n_jobs < -1:
@@ -636,14 +640,7 @@ def _print_and_write(comparison, output, source):
     show_default=True,
     help="Bootstrap resamples of the held-out rows for the intervals.",
 )
-@click.option(
-    "--jobs",
-    "n_jobs",
-    type=int,
-    default=1,
-    show_default=True,
-    help="Settings fitted at once (-1: one per core).",
-)
+@_jobs_option("Settings fitted at once")
 @click.option(
     "--output",
     type=click.Path(file_okay=False, path_type=Path),
@@ -760,14 +757,7 @@ def _write_tradeoff(curve, table, output, source):
     type=click.Path(file_okay=False, path_type=Path),
     help="Folder of the data files [default: $FAIRPCA_DATA, else ~/scikit_learn_data/fairpca].",
 )
-@click.option(
-    "--jobs",
-    "n_jobs",
-    type=int,
-    default=1,
-    show_default=True,
-    help="Units of work run at once in separate processes (-1: one per core).",
-)
+@_jobs_option("Units of work run at once in separate processes")
 def reproduce(target, list_targets, quick, output, force, data_home, n_jobs):
     """Re-run a paper's experiment and print our numbers next to the paper's.
 

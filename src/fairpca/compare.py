@@ -316,11 +316,7 @@ def compare_methods(
     -------
     Comparison
     """
-    from fairpca._validation import check_n_components
-
     split = make_split(X, sensitive_features, y, test_size=test_size, random_state=random_state)
-    check_n_components(n_components, split.X_train.shape[1])
-    _check_budget(time_budget)
     return compare_split(
         split,
         n_components=n_components,
@@ -523,9 +519,11 @@ def result_flags(table):
 
 def noisy_groups(s_test, min_rows=NOISY_GROUP_ROWS):
     """Held-out groups with fewer than ``min_rows`` rows: ``{group: rows}``."""
+    from fairpca._validation import _plain
+
     labels, counts = np.unique(np.asarray(s_test), return_counts=True)
     return {
-        label.item() if hasattr(label, "item") else label: int(count)
+        _plain(label): int(count)
         for label, count in zip(labels, counts, strict=True)
         if count < min_rows
     }

@@ -57,7 +57,7 @@ from fairpca.metrics._reconstruction import (
     reconstruction_error,
     reconstruction_error_gap,
 )
-from fairpca.metrics._report import METRIC_DEFINITIONS, describe_metric, report
+from fairpca.metrics._report import METRIC_DEFINITIONS, describe_metric, metric_family, report
 from fairpca.metrics._scorer import ReconstructionScorer
 
 __all__ = [
@@ -71,6 +71,7 @@ __all__ = [
     "group_reconstruction_error",
     "group_separability",
     "marginal_loss",
+    "metric_family",
     "mmd2",
     "mmd_bandwidth",
     "pairwise_disparity_error",

@@ -118,10 +118,14 @@ METRIC_DEFINITIONS = {
 }
 
 
+def metric_family(column):
+    """The key of a column in :data:`METRIC_DEFINITIONS`: ``name[g]`` for any ``name[...]``."""
+    return column.split("[", 1)[0] + "[g]" if "[" in column else column
+
+
 def describe_metric(column):
     """One line saying what a report column measures, its direction and scale."""
-    base = column.split("[", 1)[0] + "[g]" if "[" in column else column
-    definition, direction, scale = METRIC_DEFINITIONS.get(base, ("", "", ""))
+    definition, direction, scale = METRIC_DEFINITIONS.get(metric_family(column), ("", "", ""))
     extras = "; ".join(part for part in (direction, scale) if part)
     return f"{column}: {definition}" + (f" ({extras})" if extras else "")
 
