@@ -407,6 +407,14 @@ def _data_options(command):
                 "~/scikit_learn_data/fairpca]."
             ),
         ),
+        click.option(
+            "--download",
+            is_flag=True,
+            help=(
+                "With --dataset: fetch missing files from their publishers into the data home "
+                "(SHA-256 verified; needs a network)."
+            ),
+        ),
     ]
     for option in reversed(options):
         command = option(command)
@@ -486,6 +494,7 @@ def _resolve_split(
     bins,
     methods,
     data_home,
+    download,
 ):
     """The train/test split the options name, a one-line description, the methods asked for.
 
@@ -498,6 +507,8 @@ def _resolve_split(
     methods = _names(methods)
     if data_home is not None and dataset is None:
         raise click.UsageError("--data-home needs --dataset (it is where the data sets are).")
+    if download and dataset is None:
+        raise click.UsageError("--download needs --dataset (it fetches that data set's files).")
     csv_only = {"--features": features, "--drop": drop, "--impute": impute, "--bins": bins}
     if data is None and any(v is not None for v in csv_only.values()):
         given = [k for k, v in csv_only.items() if v is not None]
@@ -513,7 +524,9 @@ def _resolve_split(
             raise click.UsageError(
                 "--test-size does not apply to --dataset: the protocol fixes it."
             )
-        split = _load_dataset(dataset, 0 if split_index is None else split_index, data_home)
+        split = _load_dataset(
+            dataset, 0 if split_index is None else split_index, data_home, download
+        )
         source = f"{dataset} ({split.description})"
         n_rows, n_features = split.X_train.shape[0] + split.X_test.shape[0], split.X_train.shape[1]
         _echo_data(source, n_rows, n_features, n_components)
@@ -581,13 +594,15 @@ def _echo_data(source, n_rows, n_features, n_components):
     click.echo(f"data: {source}; {n_rows} rows, {n_features} features; d = {n_components}")
 
 
-def _load_dataset(name, split_index, data_home=None):
+def _load_dataset(name, split_index, data_home=None, download=False):
     """The protocol's split of a real data set; missing or corrupt files end the command."""
     from fairpca import experiments
 
     protocol, dataset = DATASETS[name]
     try:
-        return getattr(experiments, protocol)(dataset, split=split_index, data_home=data_home)
+        return getattr(experiments, protocol)(
+            dataset, split=split_index, data_home=data_home, download=download
+        )
     except ImportError as exc:
         raise click.ClickException(str(exc)) from exc
     except (OSError, ValueError) as exc:

@@ -88,8 +88,8 @@ LEE2022_SUBSAMPLE_SEED = 2022
 LEE2022_DATASETS = ("german_credit", "compas", "adult")
 
 
-def _lee_german(data_home):
-    bunch = load_german_credit(sensitive="age", data_home=data_home)
+def _lee_german(data_home, download=False):
+    bunch = load_german_credit(sensitive="age", data_home=data_home, download=download)
     frame = bunch.data.drop(columns=["personal_status"])
     # AIF360 maps the protected attribute to 1 (privileged: age >= 25) / 0 and keeps it.
     frame["age"] = (bunch.sensitive == "25+").astype(np.float64)
@@ -99,8 +99,10 @@ def _lee_german(data_home):
     return frame, bunch.sensitive.to_numpy(), y, 0, None, "german_credit"
 
 
-def _lee_compas(data_home):
-    bunch = load_compas(sensitive="race", propublica_filter=True, data_home=data_home)
+def _lee_compas(data_home, download=False):
+    bunch = load_compas(
+        sensitive="race", propublica_filter=True, data_home=data_home, download=download
+    )
     keep = [
         "age",
         "age_cat",
@@ -119,8 +121,8 @@ def _lee_compas(data_home):
     return frame, s, bunch.target.to_numpy(), bunch.n_dropped, 0.4, "compas"
 
 
-def _lee_adult(data_home):
-    bunch = load_adult(subset="all", sensitive="sex", data_home=data_home)
+def _lee_adult(data_home, download=False):
+    bunch = load_adult(subset="all", sensitive="sex", data_home=data_home, download=download)
     frame = bunch.data.drop(columns=["fnlwgt", "race"])
     complete = bunch.data.notna().all(axis=1).to_numpy()
     frame = frame[complete]
@@ -139,7 +141,7 @@ def _lee_adult(data_home):
     return frame, s, y, int((~complete).sum()), 0.05, "adult"
 
 
-def lee2022(dataset, *, split=0, data_home=None):
+def lee2022(dataset, *, split=0, data_home=None, download=False):
     """Prepare German credit, COMPAS or Adult as Lee et al. (2022) did.
 
     German credit: 57 features, groups by age (``"25+"`` / ``"<25"``); COMPAS:
@@ -158,6 +160,9 @@ def lee2022(dataset, *, split=0, data_home=None):
         ``range(10)``; larger values draw further splits by the same rules.
     data_home : str or path-like, default=None
         Where the raw files are (see :func:`fairpca.datasets.get_data_home`).
+    download : bool, default=False
+        Fetch missing files from their publisher (checksums verified), see
+        :func:`fairpca.datasets.fetch_file`.
 
     Returns
     -------
@@ -166,7 +171,7 @@ def lee2022(dataset, *, split=0, data_home=None):
     check_dataset(dataset, LEE2022_DATASETS, "lee2022")
     split = check_split(split)
     prepare = {"german_credit": _lee_german, "compas": _lee_compas, "adult": _lee_adult}
-    frame, s, y, n_dropped, fraction, name = prepare[dataset](data_home)
+    frame, s, y, n_dropped, fraction, name = prepare[dataset](data_home, download)
     X = frame.to_numpy(dtype=np.float64)
     note = ""
     if fraction is not None:

@@ -93,7 +93,7 @@ VU2022_DATASETS = (
 VU2022_MIN_SD = 1e-5
 
 
-def vu2022(dataset, *, split=0, data_home=None):
+def vu2022(dataset, *, split=0, data_home=None, download=False):
     """Prepare a data set of Vu et al. (2022), table 1 and appendix C.
 
     The 14 data sets of their table 1 (Default credit as Samadi et al.
@@ -109,6 +109,10 @@ def vu2022(dataset, *, split=0, data_home=None):
     split : int, default=0
         Split and its seed; the paper averages over ``range(10)``.
     data_home : str or path-like, default=None
+        Where the raw files are (see :func:`fairpca.datasets.get_data_home`).
+    download : bool, default=False
+        Fetch missing files from their publisher (checksums verified), see
+        :func:`fairpca.datasets.fetch_file`.
 
     Returns
     -------
@@ -117,11 +121,11 @@ def vu2022(dataset, *, split=0, data_home=None):
     check_dataset(dataset, VU2022_DATASETS, "vu2022")
     split = check_split(split)
     if dataset == "default_credit":
-        bunch = load_default_credit(sensitive="education", data_home=data_home)
+        bunch = load_default_credit(sensitive="education", data_home=data_home, download=download)
         frame = bunch.data.drop(columns=["EDUCATION"])
         source = "Default credit (Samadi et al.'s file), groups education low/high"
     else:
-        bunch = load_fairml(dataset, data_home=data_home)
+        bunch = load_fairml(dataset, data_home=data_home, download=download)
         frame = bunch.data
         source = f"FairML {dataset}, groups = column {bunch.sensitive.name!r} (0/1)"
     sd = frame.std(axis=0, ddof=0)
