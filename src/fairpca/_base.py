@@ -13,13 +13,17 @@ that needs a bounded sample of rows besides the moments fits on Dask input by
 overriding ``_fit_components_dask``.
 """
 
+from __future__ import annotations
+
 import contextlib
 import functools
 import logging
 import sys
 from abc import ABCMeta, abstractmethod
+from typing import Self
 
 import numpy as np
+from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils import check_array
 from sklearn.utils.metaestimators import available_if
@@ -245,7 +249,8 @@ class FairPCABase(
     and ``inverse_transform(Z) = (Z * sqrt(component_scales_)) @ components_ + mean_``,
     so that reconstruction equals ``(X - mean_) P + mean_`` with
     ``P = components_.T @ diag(component_scales_) @ components_``. Every method
-    except MinMaxLossFairPCA's exact rounding has all scales equal to 1.
+    has all scales equal to 1 except MinMaxLossFairPCA's rounding with more than
+    two groups (or ``rounding="lp"``).
 
     Fitting without ``sensitive_features`` issues a ``UserWarning`` and fits
     group-blind PCA (the top eigenvectors of the training covariance): there is
@@ -379,7 +384,14 @@ class FairPCABase(
 
     # ------------------------------------------------------------------- fit
     @transactional
-    def fit(self, X, y=None, *, sensitive_features=None, sample_weight=None):
+    def fit(
+        self,
+        X: ArrayLike,
+        y: ArrayLike | None = None,
+        *,
+        sensitive_features: ArrayLike | None = None,
+        sample_weight: ArrayLike | None = None,
+    ) -> Self:
         """Fit the fair projection.
 
         Parameters
@@ -524,7 +536,14 @@ class FairPCABase(
 
     @available_if(_supports_moments_only)
     @transactional
-    def partial_fit(self, X, y=None, *, sensitive_features=None, sample_weight=None):
+    def partial_fit(
+        self,
+        X: ArrayLike,
+        y: ArrayLike | None = None,
+        *,
+        sensitive_features: ArrayLike | None = None,
+        sample_weight: ArrayLike | None = None,
+    ) -> Self:
         """Update the fit with one more chunk of rows.
 
         The chunk's group moments are merged into ``moments_`` (exactly, by the
@@ -629,7 +648,7 @@ class FairPCABase(
         self.explained_variance_ratio_ = variance / total if total > 0 else np.zeros(r)
 
     # ------------------------------------------------------------- transform
-    def transform(self, X):
+    def transform(self, X: ArrayLike) -> np.ndarray:
         """Project ``X`` onto the fitted components.
 
         Parameters
@@ -645,7 +664,7 @@ class FairPCABase(
         X = self._validate_X(X, reset=False)
         return ((X - self.mean_) @ self.components_.T) * np.sqrt(self.component_scales_)
 
-    def inverse_transform(self, X):
+    def inverse_transform(self, X: ArrayLike) -> np.ndarray:
         """Map projected data back to the original space.
 
         Parameters
