@@ -155,7 +155,7 @@ def test_two_groups_equal_losses_and_rank(seed):
     est = fit(X, s, d, tol=1e-8)
     losses = np.array(list(marginal_loss(X, s, est).values()))
     assert losses.max() - losses.min() <= 1e-6 * losses.max()
-    assert est.n_components_ <= d + 1
+    assert est.n_components_ == d
     np.testing.assert_allclose(est.group_losses_, losses, rtol=1e-9, atol=1e-12)
 
 
@@ -164,7 +164,7 @@ def test_k_groups_rank_and_objective(k, seed):
     p, d = 7, 2
     X, s = make_groups(k, p, seed)
     B, beta = group_moments(X, s, d)
-    est = fit(X, s, d)
+    est = fit(X, s, d, rounding="lp")
     assert est.n_components_ <= d + k - 1
     # Extreme point: at most k fractional LP entries, i.e. scales below one.
     assert np.sum(est.component_scales_ < 1 - 1e-9) <= k
@@ -177,7 +177,7 @@ def test_output_map_loss_equals_rounding_lp_value():
     X, s = make_groups(3, 8, 7)
     d = 2
     B, beta = group_moments(X, s, d)
-    est = fit(X, s, d, tol=1e-10)
+    est = fit(X, s, d, tol=1e-10, rounding="lp")
     # The LP of the paper on the eigenvectors of the relaxed solution, solved afresh.
     lam_hat, U = np.linalg.eigh(est.relaxed_projection_)
     C = np.einsum("pj,apq,qj->aj", U, B, U)
@@ -254,7 +254,7 @@ def test_default_credit_figure4_shape(credit, d):
     assert max(fair.values()) < max(pca.values())
     assert max(fair.values()) - min(fair.values()) <= 1e-6 * max(fair.values())
     assert min(pca.values()) < fair["low"] < max(pca.values())
-    assert est.n_components_ <= d + 1
+    assert est.n_components_ == d
 
 
 # --------------------------------------------------------------------------- special inputs

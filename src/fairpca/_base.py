@@ -260,7 +260,8 @@ class FairPCABase(
     Attributes
     ----------
     components_ : ndarray of shape (n_components_, n_features)
-        Orthonormal rows, sorted by the variance they explain on the training data.
+        Orthonormal rows, sorted by the variance they explain on the training data
+        (unless the method's order means something, e.g. nested components).
     component_scales_ : ndarray of shape (n_components_,)
         Weights in (0, 1] of the components in the projection.
     n_components_ : int
@@ -617,8 +618,15 @@ class FairPCABase(
         self._grouped_moments = grouped
         return self
 
+    def _ordered_components(self):
+        """Whether the rows from ``_fit_components`` come in a meaningful order (kept)."""
+        return False
+
     def _set_components(self, components, scales, *, Xc=None, scatter=None, n_samples=None):
         """Store components sorted by explained variance with a deterministic sign.
+
+        Components whose order means something (:meth:`_ordered_components`)
+        keep it.
 
         The variances come from the centred rows ``Xc`` or, equivalently, from
         their scatter matrix ``scatter = Xc.T @ Xc`` over ``n_samples`` rows.
@@ -635,8 +643,9 @@ class FairPCABase(
             n = max(n_samples - 1, 1)
             variance = scales * np.einsum("rp,pq,rq->r", components, scatter, components) / n
             total = np.trace(scatter) / n
-        order = np.argsort(-variance, kind="stable")
-        components, scales, variance = components[order], scales[order], variance[order]
+        if not self._ordered_components():
+            order = np.argsort(-variance, kind="stable")
+            components, scales, variance = components[order], scales[order], variance[order]
         # Same convention as sklearn's svd_flip: largest |loading| positive.
         pivot = np.abs(components).argmax(axis=1)
         signs = np.sign(components[np.arange(r), pivot])

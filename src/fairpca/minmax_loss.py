@@ -636,7 +636,8 @@ class MinMaxLossFairPCA(FairPCABase):
     ----------
     components_ : ndarray of shape (n_components_, n_features)
         Orthonormal rows ``u_j``: ``n_components`` of them for two groups
-        (default rounding), at most the rank bound above otherwise.
+        (default rounding), at most the rank bound above otherwise. Sorted by
+        explained variance, except with ``nested=True``: in prefix order.
     component_scales_ : ndarray of shape (n_components_,)
         ``lam*_j = 1 - sqrt(1 - lam_bar_j)`` in (0, 1] (all one when the
         rounding returns a projection).
@@ -803,6 +804,10 @@ class MinMaxLossFairPCA(FairPCABase):
             components.shape[0],
         )
         return components, scales
+
+    def _ordered_components(self):
+        # Nested components come prefix by prefix: sorting them would break the prefixes.
+        return self.nested
 
     def _fit_nested(self, B, d, params, log_level):
         """``nested=True``: one rank-one min-max problem per prefix (two groups)."""
