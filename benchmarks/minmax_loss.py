@@ -1,135 +1,208 @@
-"""Time MinMaxLossFairPCA's solvers against vanilla PCA, with the duality gap they reach.
+"""MinMaxLossFairPCA against its baselines: speed, rank, and what nesting costs.
 
-Data: synthetic Gaussian groups (``make_gaussian_groups``, 20000 rows, two
-groups 70/30) for p = 20, 100 and 500, and LFW as prepared by Samadi et al.
-(``fairpca.experiments.samadi2018("lfw")``: 13232 faces, 1764 pixels, groups
-by sex) for p = 1764 (synthetic data of that width if LFW is not available).
+Three measurements, each printed with the command-line that produced it:
 
-For every p the script prints the time of ``sklearn.decomposition.PCA(d).fit``
-and, as ratios to it measured in the same run, the time of
-``MinMaxLossFairPCA(d).fit`` with
+1. **Speed at n = 10^4, p = 20** (``make_gaussian_groups``, two groups 70/30,
+   d = 5): CPU time (``time.process_time``) of scikit-learn's
+   ``PCA(n_components=d).fit`` and of ``MinMaxLossFairPCA(d).fit`` with the
+   default rounding (rank d), Samadi et al.'s LP rounding, ``nested=True`` and
+   ``solver="mw"`` at its defaults; the fits are interleaved ``--repeat`` times
+   and the median of each is reported with its ratio to PCA's median.
+2. **Speed on LFW** (Samadi et al.'s preparation, 13232 x 1764, groups by sex,
+   d = 5) against the covariance floor: centring, ``X^T X`` and ``eigh`` of the
+   result (what any covariance-based PCA must do), interleaved as above
+   (``--lfw-repeat`` runs). Skipped when LFW is not in the data home.
+3. **Master problem**: the closed form for two groups against HiGHS
+   (``scipy.optimize.linprog``) on the cutting-plane LPs of a fit (median CPU
+   time per call).
+4. **The price of nesting** on Default credit (Samadi et al.'s preparation),
+   d = 1..10: the largest group loss of the nested fit's prefix of each rank
+   against the joint optimum of that rank (both certified by duality gaps).
 
-- ``solver="auto"`` (the exact dual cutting-plane solver, ``tol=1e-6``);
-- ``solver="mw"`` with the authors' settings (``eta = 1``, 10 iterations for
-  Default-credit-like data; ``eta = 20 / d``, 5 iterations on LFW): fast, but
-  the gap it leaves is printed;
-- ``solver="mw"`` run to the same tolerance as "auto" (``eta = 1 /
-  objective``, at most ``--mw-iter`` iterations, default 200);
-- ``solver="sdp"`` with SCS, only for p <= ``--sdp-max-p`` (default 100):
-  SCS needs minutes at p = 200 and an n^2 x n^2 system beyond.
+BLAS runs on one thread throughout. Usage::
 
-Each time is the best of ``--repeat`` runs (both for PCA and for the solvers;
-a single run when one takes over 30 s).
-BLAS is limited to ``--threads`` threads (default 1) for PCA and fair PCA
-alike, so that the ratio is not an artefact of thread contention on a shared
-machine. The relative gap is ``gap_ / relaxed_objective_``.
-
-Usage::
-
-    python benchmarks/minmax_loss.py            # p in 20, 100, 500, 1764
-    python benchmarks/minmax_loss.py --quick    # p in 20, 100, one run each
-    python benchmarks/minmax_loss.py --data-home ../shared/data   # where LFW is
+    python benchmarks/minmax_loss.py                      # everything
+    python benchmarks/minmax_loss.py --quick              # 3 repeats, no LFW
+    python benchmarks/minmax_loss.py --data-home ../shared/data
 """
 
 import argparse
+import logging
+import statistics
+import sys
 import time
 import warnings
 
 import numpy as np
+from scipy.optimize import linprog
 from sklearn.decomposition import PCA
 from sklearn.exceptions import ConvergenceWarning
 from threadpoolctl import threadpool_limits
 
 from fairpca import MinMaxLossFairPCA
 from fairpca.datasets import make_gaussian_groups
-
-SIZES = (20, 100, 500, 1764)
-QUICK_SIZES = (20, 100)
-LFW_P = 1764
+from fairpca.minmax_loss import _master_two_groups
 
 
-def load_data(p, data_home):
-    """Data of width ``p``: LFW for 1764 if available, else synthetic groups."""
-    if p == LFW_P:
-        try:
-            from fairpca.experiments import samadi2018
-
-            split = samadi2018("lfw", data_home=data_home)
-            return split.X_train, split.s_train, "LFW (Samadi et al.)"
-        except (ImportError, OSError, ValueError) as exc:
-            print(f"LFW not available ({exc}); using synthetic data.")
-    X, s = make_gaussian_groups(n_samples=20000, n_features=p, random_state=0)
-    return X, s, "synthetic"
+def cpu_time(fit):
+    start = time.process_time()
+    fit()
+    return time.process_time() - start
 
 
-def best_time(make, X, s, repeat):
-    """Best wall time of ``make().fit`` over ``repeat`` runs (one if it takes over 30 s)."""
-    best, est = np.inf, None
-    for _ in range(repeat):
-        if est is not None and best > 30:
-            break
-        est = make()
-        start = time.perf_counter()
-        if s is None:
-            est.fit(X)
-        else:
-            est.fit(X, sensitive_features=s)
-        best = min(best, time.perf_counter() - start)
-    return best, est
+def interleaved(fits, repeat):
+    """Median CPU seconds of each fit, the fits run in turn ``repeat`` times."""
+    times = {name: [] for name in fits}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        for _ in range(repeat):
+            for name, fit in fits.items():
+                times[name].append(cpu_time(fit))
+    return {name: statistics.median(values) for name, values in times.items()}
 
 
-def run(p, d, repeat, sdp_max_p, mw_iter, data_home):
-    X, s, source = load_data(p, data_home)
-    t_pca, _ = best_time(lambda: PCA(n_components=d), X, None, repeat)
-    print(f"\np = {p} ({source}, n = {X.shape[0]}), d = {d}: PCA fit {t_pca:.3f} s")
-    print(f"  {'solver':<34} {'time (s)':>9} {'/ PCA':>8} {'rel. gap':>9} {'iters':>6}  rank")
-    is_lfw = source.startswith("LFW")
-    authors = (20.0 / d, 5) if is_lfw else (1.0, 10)
-    cases = [("auto", {"solver": "auto"})]
-    cases.append(
-        (
-            f"mw, authors' eta={authors[0]:g}, T={authors[1]}",
-            {"solver": "mw", "eta": authors[0], "max_iter": authors[1]},
-        )
+def report(title, medians, base, extra):
+    print(f"\n{title}")
+    print(f"  {'fit':<34} {'median CPU s':>12} {'ratio':>7}  {'rank':>4}  rel. gap")
+    for name, seconds in medians.items():
+        rank, gap = extra.get(name, ("", ""))
+        print(f"  {name:<34} {seconds:12.4f} {seconds / medians[base]:7.2f}  {rank:>4}  {gap}")
+
+
+def estimator_summary(make, X, s):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        est = make().fit(X, sensitive_features=s)
+    if est.nested:
+        return est.n_components_, f"{np.max(est.prefix_gaps_ / est.prefix_objectives_):.1e}"
+    return est.n_components_, f"{est.gap_ / abs(est.relaxed_objective_):.1e}"
+
+
+def speed(X, s, d, repeat, title, floor):
+    makers = {
+        "MinMaxLossFairPCA (default)": lambda: MinMaxLossFairPCA(d),
+        "MinMaxLossFairPCA(rounding='lp')": lambda: MinMaxLossFairPCA(d, rounding="lp"),
+        "MinMaxLossFairPCA(nested=True)": lambda: MinMaxLossFairPCA(d, nested=True),
+        "MinMaxLossFairPCA(solver='mw')": lambda: MinMaxLossFairPCA(d, solver="mw"),
+    }
+    fits = {floor[0]: floor[1]}
+    fits.update(
+        {
+            name: (lambda make=make: make().fit(X, sensitive_features=s))
+            for name, make in makers.items()
+        }
     )
-    reference = None
-    for label, params in (
-        cases + [("mw, eta=1/objective, to tol 1e-6", None)] + [("sdp (SCS)", {"solver": "sdp"})]
-    ):
-        if params is None:
-            # MW with a step matched to the loss scale, run until the gap reaches tol.
-            params = {"solver": "mw", "eta": 1.0 / reference, "max_iter": mw_iter}
-        if params["solver"] == "sdp" and p > sdp_max_p:
-            print(f"  {label:<34} skipped: SCS is impractical beyond p = {sdp_max_p}")
-            continue
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            t, est = best_time(lambda params=params: MinMaxLossFairPCA(d, **params), X, s, repeat)
-        rel_gap = est.gap_ / est.relaxed_objective_
-        if reference is None:
-            reference = est.relaxed_objective_
-        print(
-            f"  {label:<34} {t:9.3f} {t / t_pca:8.1f} {rel_gap:9.1e} {est.n_iter_:6d}"
-            f"  {est.n_components_}"
-        )
+    medians = interleaved(fits, repeat)
+    extra = {name: estimator_summary(make, X, s) for name, make in makers.items()}
+    report(title, medians, floor[0], extra)
+
+
+def covariance_floor(X, d):
+    Xc = X - X.mean(axis=0)
+    np.linalg.eigh(Xc.T @ Xc)
+
+
+def master_problems(X, s, d):
+    """The cutting-plane LPs (loss matrices) met during one fit, captured from the solver."""
+    from fairpca import minmax_loss
+
+    seen = []
+    original = minmax_loss._master_problem
+
+    def spy(L, shift, unit):
+        seen.append((L.copy(), shift, unit))
+        return original(L, shift, unit)
+
+    minmax_loss._master_problem = spy
+    try:
+        MinMaxLossFairPCA(d).fit(X, sensitive_features=s)
+    finally:
+        minmax_loss._master_problem = original
+    return seen
+
+
+def highs_master(L, shift, unit):
+    k, N = L.shape
+    return linprog(
+        np.append(np.zeros(N), 1.0),
+        A_ub=np.hstack([(L - shift) / unit, -np.ones((k, 1))]),
+        b_ub=np.zeros(k),
+        A_eq=np.append(np.ones(N), 0.0)[None, :],
+        b_eq=[1.0],
+        bounds=[(0, None)] * N + [(None, None)],
+        method="highs-ds",
+    )
+
+
+def master_timing(X, s, d, repeat):
+    problems = master_problems(X, s, d)
+    closed, highs = [], []
+    for _ in range(repeat):
+        for L, shift, unit in problems:
+            closed.append(cpu_time(lambda L=L: _master_two_groups(L)))
+            highs.append(cpu_time(lambda L=L, a=shift, b=unit: highs_master(L, a, b)))
+    worst = max(
+        abs(_master_two_groups(L)[2] - (highs_master(L, a, b).fun * b + a)) / abs(b)
+        for L, a, b in problems
+    )
+    print(f"\nMaster problem, the {len(problems)} LPs of one fit (n = 10^4, p = 20, d = {d}):")
+    print(f"  closed form  {1e3 * statistics.median(closed):.3f} ms per call (median)")
+    print(f"  HiGHS        {1e3 * statistics.median(highs):.3f} ms per call (median)")
+    print(f"  largest difference of the optimal values: {worst:.1e} (in units of the gap)")
+
+
+def price_of_nesting(data_home):
+    try:
+        from fairpca.experiments import samadi2018
+
+        split = samadi2018("default_credit", data_home=data_home)
+    except (OSError, ValueError) as exc:
+        print(f"\nDefault credit not available ({exc}); nesting not measured.")
+        return
+    X, s = split.X_train, split.s_train
+    nested = MinMaxLossFairPCA(10, nested=True).fit(X, sensitive_features=s)
+    print("\nPrice of nesting, Default credit (Samadi et al.), groups by education:")
+    print(f"  {'d':>2} {'joint optimum':>14} {'nested prefix':>14} {'excess':>8}")
+    for d in range(1, 11):
+        joint = MinMaxLossFairPCA(d).fit(X, sensitive_features=s).objective_
+        prefix = nested.prefix_objectives_[d - 1]
+        print(f"  {d:>2} {joint:14.6f} {prefix:14.6f} {100 * (prefix - joint) / joint:7.2f}%")
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="p in 20, 100 and one run each")
-    parser.add_argument("-d", type=int, default=10, help="n_components (default 10)")
-    parser.add_argument("--repeat", type=int, default=3, help="runs per timing (default 3)")
-    parser.add_argument("--threads", type=int, default=1, help="BLAS threads (default 1)")
-    parser.add_argument("--sdp-max-p", type=int, default=100, help="largest p for SCS")
-    parser.add_argument("--mw-iter", type=int, default=200, help="iteration cap of tuned MW")
-    parser.add_argument(
-        "--data-home", default=None, help="folder of the data sets (default: $FAIRPCA_DATA)"
-    )
+    parser.add_argument("--quick", action="store_true", help="3 repeats, no LFW")
+    parser.add_argument("-d", type=int, default=5, help="n_components (default 5)")
+    parser.add_argument("--repeat", type=int, default=15, help="interleaved runs (default 15)")
+    parser.add_argument("--lfw-repeat", type=int, default=5, help="interleaved LFW runs")
+    parser.add_argument("--data-home", default=None, help="data home (default $FAIRPCA_DATA)")
     args = parser.parse_args()
-    sizes, repeat = (QUICK_SIZES, 1) if args.quick else (SIZES, args.repeat)
-    with threadpool_limits(limits=args.threads):
-        for p in sizes:
-            run(p, args.d, repeat, args.sdp_max_p, args.mw_iter, args.data_home)
+    repeat = 3 if args.quick else args.repeat
+    print("python benchmarks/minmax_loss.py " + " ".join(sys.argv[1:]))
+    logging.getLogger("fairpca").setLevel(logging.WARNING)
+    with threadpool_limits(limits=1):
+        X, s = make_gaussian_groups(n_samples=10_000, n_features=20, random_state=0)
+        floor = ("PCA(n_components=d).fit", lambda: PCA(n_components=args.d).fit(X))
+        title = f"n = 10^4, p = 20, two groups, d = {args.d}; CPU time, one BLAS thread, "
+        speed(X, s, args.d, repeat, title + f"median of {repeat} interleaved runs", floor)
+        master_timing(X, s, args.d, repeat)
+        if not args.quick:
+            try:
+                from fairpca.experiments import samadi2018
+
+                lfw = samadi2018("lfw", data_home=args.data_home)
+            except (OSError, ValueError) as exc:
+                print(f"\nLFW not available ({exc}); skipped.")
+            else:
+                X, s = lfw.X_train, lfw.s_train
+                floor = (
+                    "covariance floor (centre, X^T X, eigh)",
+                    lambda: covariance_floor(X, args.d),
+                )
+                title = f"LFW (Samadi et al.), {X.shape[0]} x {X.shape[1]}, d = {args.d}; "
+                title += f"median of {args.lfw_repeat} interleaved runs"
+                speed(X, s, args.d, args.lfw_repeat, title, floor)
+        price_of_nesting(args.data_home)
 
 
 if __name__ == "__main__":

@@ -376,7 +376,7 @@ def _solve_sdp(B, beta, d, tol, sdp_solver):
 # ---------------------------------------------------------------------------
 
 
-def _solve_relaxation(B, beta, d, params, log_level):
+def _solve_relaxation(B, beta, d, params, log_level, targets=None):
     """Solve the relaxation with the estimator's solver.
 
     Parameters
@@ -388,6 +388,8 @@ def _solve_relaxation(B, beta, d, params, log_level):
     params : dict
         ``solver``, ``tol``, ``max_iter``, ``eta`` and ``sdp_solver`` of the estimator.
     log_level : int
+    targets : tuple or None
+        ``_group_targets(B, d)`` if already computed.
 
     Returns
     -------
@@ -404,7 +406,7 @@ def _solve_relaxation(B, beta, d, params, log_level):
         U, lam_hat, w, n_iter = _solve_sdp(B, beta, d, params["tol"], params["sdp_solver"])
         return U, lam_hat, w, _dual_value(B, beta, w, d)[0], n_iter
     if params["solver"] == "auto":
-        own, bases = _group_targets(B, d)
+        own, bases = _group_targets(B, d) if targets is None else targets
         columns, mu, w, g, n_iter, _ = _solve_cutting_plane(
             B, beta, own, bases, d, params["tol"], params["max_iter"], log_level
         )
@@ -781,8 +783,9 @@ class MinMaxLossFairPCA(FairPCABase):
         }
         if self.nested:
             return self._fit_nested(B, d, params, log_level)
-        beta = _group_targets(B, d)[0] if self.objective == "loss" else np.zeros(B.shape[0])
-        U, lam_hat, w, g, n_iter = _solve_relaxation(B, beta, d, params, log_level)
+        targets = _group_targets(B, d)
+        beta = targets[0] if self.objective == "loss" else np.zeros(B.shape[0])
+        U, lam_hat, w, g, n_iter = _solve_relaxation(B, beta, d, params, log_level, targets)
         P_hat = (U * lam_hat) @ U.T
         self.relaxed_projection_ = P_hat
         self.relaxed_objective_ = float(np.max(_matrix_losses(B, beta, P_hat)))
