@@ -27,7 +27,7 @@ from scipy.optimize import linprog
 from sklearn.exceptions import ConvergenceWarning
 
 from fairpca._base import FairPCABase
-from fairpca._linalg import top_eigh
+from fairpca._linalg import top_eigh, top_eigh_lanczos
 from fairpca._minmax_rounding import diagonal_captures, round_extreme_point, round_lp
 from fairpca._validation import check_number
 from fairpca._warnings import warn
@@ -81,7 +81,7 @@ def _matrix_losses(B, beta, P):
     return beta - np.einsum("apq,pq->a", B, P)
 
 
-def _dual_value(B, beta, w, d):
+def _dual_value(B, beta, w, d, exact=True):
     r"""Lagrangian dual function of the relaxation and a minimising projector.
 
     .. math:: g(w) = \sum_a w_a \beta_a - \sum_{j \le d} \lambda_j\Big(\sum_a w_a B_a\Big)
@@ -98,6 +98,10 @@ def _dual_value(B, beta, w, d):
     w : ndarray of shape (k,)
         Point of the simplex.
     d : int
+    exact : bool, default=True
+        ``False`` inside the solvers' loops: the eigenpairs by Lanczos on large
+        matrices (:func:`fairpca._linalg.top_eigh_lanczos`); the bound that is
+        reported is recomputed with ``exact=True``.
 
     Returns
     -------
@@ -108,7 +112,7 @@ def _dual_value(B, beta, w, d):
     losses : ndarray of shape (k,)
         Group losses of ``V V^T``: a supergradient of ``g`` at ``w``.
     """
-    values, V = top_eigh(np.tensordot(w, B, axes=1), d)
+    values, V = (top_eigh if exact else top_eigh_lanczos)(np.tensordot(w, B, axes=1), d)
     return float(w @ beta - values.sum()), V, _basis_losses(B, beta, V)
 
 
@@ -259,7 +263,7 @@ def _solve_cutting_plane(B, beta, own, bases, d, tol, max_iter, log_level):
             converged = True
             break
         unit = max(upper - g_best, np.finfo(float).tiny)
-        g, V, losses = _dual_value(B, beta, w, d)
+        g, V, losses = _dual_value(B, beta, w, d, exact=False)
         if g > g_best:
             w_best, g_best = w, g
         columns.append(V)
@@ -290,7 +294,7 @@ def _solve_multiplicative_weights(B, beta, d, eta, tol, max_iter, log_level):
     for n_iter in range(1, max_iter + 1):
         w = np.exp(log_w - log_w.max())
         w /= w.sum()
-        g, V, losses = _dual_value(B, beta, w, d)
+        g, V, losses = _dual_value(B, beta, w, d, exact=False)
         if g > g_best:
             w_best, g_best = w, g
         columns.append(V)
@@ -415,7 +419,8 @@ def _solve_relaxation(B, beta, d, params, log_level, targets=None):
             B, beta, d, params["eta"], params["tol"], params["max_iter"], log_level
         )
     U, lam_hat = _mixture_eigen(columns, mu, B.shape[1])
-    return U, lam_hat, w, g, n_iter
+    # The reported bound from an exact eigen-decomposition (the loop may use Lanczos).
+    return U, lam_hat, w, _dual_value(B, beta, w, d)[0], n_iter
 
 
 def _round(B, beta, d, U, lam_hat, rounding):

@@ -1,0 +1,41 @@
+"""The shared eigen-solvers against numpy's full eigen-decomposition."""
+
+import numpy as np
+import pytest
+
+from fairpca._linalg import top_eigh, top_eigh_lanczos
+
+
+def psd(p, seed, decay=0.98):
+    rng = np.random.default_rng(seed)
+    Q = np.linalg.qr(rng.normal(size=(p, p)))[0]
+    return (Q * decay ** np.arange(p)) @ Q.T
+
+
+@pytest.mark.parametrize("solver", [top_eigh, top_eigh_lanczos])
+@pytest.mark.parametrize("p, n", [(6, 6), (20, 3), (40, 5), (600, 5), (600, 100)])
+def test_top_eigenpairs_match_numpy(solver, p, n):
+    M = psd(p, p + n)
+    expected = np.linalg.eigvalsh(M)[::-1][:n]
+    values, vectors = solver(M, n)
+    np.testing.assert_allclose(values, expected, rtol=1e-12, atol=1e-14)
+    assert np.all(np.diff(values) <= 0)
+    np.testing.assert_allclose(vectors.T @ vectors, np.eye(n), atol=1e-10)
+    np.testing.assert_allclose(M @ vectors, vectors * values, atol=1e-10)
+
+
+def test_lanczos_is_deterministic_and_used_on_large_matrices(monkeypatch):
+    M = psd(800, 1)
+    first, second = top_eigh_lanczos(M, 4), top_eigh_lanczos(M, 4)
+    np.testing.assert_array_equal(first[0], second[0])
+    np.testing.assert_array_equal(first[1], second[1])
+    # On a large matrix with few pairs the LAPACK path is not taken.
+    import fairpca._linalg as linalg
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("LAPACK path used")
+
+    monkeypatch.setattr(linalg, "top_eigh", refuse)
+    linalg.top_eigh_lanczos(M, 4)
+    with pytest.raises(AssertionError, match="LAPACK path used"):
+        linalg.top_eigh_lanczos(M[:100, :100], 4)
