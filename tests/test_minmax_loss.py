@@ -16,9 +16,9 @@ from sklearn.decomposition import PCA
 from sklearn.exceptions import ConvergenceWarning
 
 from fairpca import MinMaxLossFairPCA
+from fairpca._minmax_rounding import _to_vertex
 from fairpca.experiments import samadi2018
 from fairpca.metrics import marginal_loss
-from fairpca._minmax_rounding import _to_vertex
 
 
 # --------------------------------------------------------------------------- helpers

@@ -5,6 +5,8 @@ dependencies (cvxpy, dask, pandas, matplotlib, click, fairlearn) are imported
 by the functions that need them.
 """
 
+from __future__ import annotations
+
 from fairpca._base import FairPCABase
 from fairpca.convex import ConvexFairPCA
 from fairpca.erasure import LinearErasure
@@ -20,7 +22,7 @@ from fairpca.tradeoff import select, tradeoff_curve
 __version__ = "0.1.0.dev0"
 
 
-def all_estimators():
+def all_estimators() -> list[type[FairPCABase]]:
     """The concrete fair-PCA estimator classes of the package.
 
     Returns

@@ -4,14 +4,14 @@ import numpy as np
 from scipy.linalg import eigh
 from scipy.sparse.linalg import ArpackError, ArpackNoConvergence, eigsh
 
-__all__ = ["top_eigh", "top_eigh_lanczos"]
+__all__ = ["top_eigh", "top_eigh_fast"]
 
 #: From this size on, and for at most a tenth of the spectrum, ARPACK's Lanczos
-#: iteration beats LAPACK's reduction to tridiagonal form (10x at p = 1764, d = 5).
+#: iteration is cheaper than LAPACK's reduction to tridiagonal form.
 _LANCZOS_MIN = 400
 
 #: Up to this size numpy's full ``eigh`` is faster than LAPACK's subset driver
-#: (measured crossover near 30 on one BLAS thread).
+#: (its fixed costs dominate).
 _FULL_EIGH_MAX = 32
 
 
@@ -19,8 +19,7 @@ def top_eigh(matrix, n_components):
     """The ``n_components`` largest eigenpairs of a symmetric matrix, largest first.
 
     Only the wanted eigenpairs are computed (LAPACK's subset drivers), which is
-    cheaper than a full decomposition when ``n_components`` is small and the
-    matrix is not tiny.
+    cheaper than a full decomposition when ``n_components`` is small.
 
     Parameters
     ----------
@@ -37,27 +36,29 @@ def top_eigh(matrix, n_components):
         Orthonormal eigenvectors as columns, in the order of ``values``.
     """
     p = matrix.shape[0]
-    if p <= _FULL_EIGH_MAX:
-        values, vectors = np.linalg.eigh(matrix)
-        return values[::-1][:n_components], vectors[:, ::-1][:, :n_components]
     values, vectors = eigh(matrix, subset_by_index=[p - n_components, p - 1])
     return values[::-1], vectors[:, ::-1]
 
 
-def top_eigh_lanczos(matrix, n_components):
-    """:func:`top_eigh` by ARPACK's implicitly restarted Lanczos method when it pays.
+def top_eigh_fast(matrix, n_components):
+    """:func:`top_eigh` by the fastest method for the size, for solvers' inner loops.
 
-    For a large matrix and few eigenpairs, ``scipy.sparse.linalg.eigsh`` (to
-    machine precision, ``tol=0``, from a fixed seeded start so that results are
-    deterministic) needs a few dozen products with the matrix instead of its
-    ``O(p^3)`` reduction. Lanczos can in principle miss an eigenvalue; callers
-    that certify a bound with the result recompute it once with
-    :func:`top_eigh`. Small problems, a large share of the spectrum, or a run
-    that does not converge fall back to :func:`top_eigh`.
+    Tiny matrices: numpy's full ``eigh``. Large ones with few eigenpairs:
+    ARPACK's implicitly restarted Lanczos method (``scipy.sparse.linalg.eigsh``
+    to machine precision, ``tol=0``, from a fixed seeded start so that results
+    are deterministic), a few dozen products with the matrix instead of its
+    ``O(p^3)`` reduction. Otherwise, or if Lanczos does not converge,
+    :func:`top_eigh`. The eigenpairs agree with :func:`top_eigh` to rounding,
+    but rounding differs and Lanczos can in principle miss an eigenvalue:
+    callers that certify a bound with the result recompute it once with
+    :func:`top_eigh`.
 
     Parameters and returns as :func:`top_eigh`.
     """
     p = matrix.shape[0]
+    if p <= _FULL_EIGH_MAX:
+        values, vectors = np.linalg.eigh(matrix)
+        return values[::-1][:n_components], vectors[:, ::-1][:, :n_components]
     if p < _LANCZOS_MIN or 10 * n_components > p:
         return top_eigh(matrix, n_components)
     start = np.random.default_rng(0).standard_normal(p)

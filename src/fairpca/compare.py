@@ -11,13 +11,24 @@ is stopped when the budget runs out, and the method is reported as stopped
 rather than silently dropped.
 """
 
+from __future__ import annotations
+
 import multiprocessing
 import sys
 import time
 import warnings
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
+from numpy.typing import ArrayLike
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from sklearn.base import BaseEstimator
+
+    from fairpca.experiments import Split
 
 __all__ = [
     "MIN_GROUP_ROWS",
@@ -73,7 +84,13 @@ class Comparison:
     methods: list | None = None
 
 
-def make_methods(n_components, random_state, *, projections_only=False, names=None):
+def make_methods(
+    n_components: int,
+    random_state: int,
+    *,
+    projections_only: bool = False,
+    names: Collection[str] | None = None,
+) -> dict[str, BaseEstimator]:
     """Every method to compare at its default hyper-parameters, keyed by display name.
 
     Group-blind :class:`sklearn.decomposition.PCA` comes first as the
@@ -224,8 +241,14 @@ def _fit_all(
 
 
 def compare_split(
-    split, *, n_components=2, random_state=0, time_budget=None, progress=None, methods=None
-):
+    split: Split,
+    *,
+    n_components: int = 2,
+    random_state: int = 0,
+    time_budget: float | None = None,
+    progress: Callable[[str], object] | None = None,
+    methods: list[str] | None = None,
+) -> Comparison:
     """Fit every method on a prepared split and evaluate all metrics on its test part.
 
     Parameters
@@ -280,16 +303,16 @@ def compare_split(
 
 
 def compare_methods(
-    X,
-    sensitive_features,
-    y=None,
+    X: ArrayLike,
+    sensitive_features: ArrayLike,
+    y: ArrayLike | None = None,
     *,
-    n_components=2,
-    test_size=0.3,
-    random_state=0,
-    time_budget=None,
-    progress=None,
-):
+    n_components: int = 2,
+    test_size: float = 0.3,
+    random_state: int = 0,
+    time_budget: float | None = None,
+    progress: Callable[[str], object] | None = None,
+) -> Comparison:
     """Split ``X``, then fit every method on the training part and evaluate it on the rest.
 
     The split is stratified by group; features are standardised with the
@@ -329,7 +352,15 @@ def compare_methods(
 _IMPUTE = ("none", "median", "drop-rows")
 
 
-def make_split(X, sensitive_features, y=None, *, test_size=0.3, random_state=0, impute="none"):
+def make_split(
+    X: ArrayLike | pd.DataFrame,
+    sensitive_features: ArrayLike,
+    y: ArrayLike | None = None,
+    *,
+    test_size: float = 0.3,
+    random_state: int = 0,
+    impute: Literal["none", "median", "drop-rows"] = "none",
+) -> Split:
     """A train/test split stratified by group, encoded and standardised with training statistics.
 
     A DataFrame may hold categorical (non-numeric) columns and missing values:
@@ -493,7 +524,7 @@ OWN_CRITERION = {
 NOISY_GROUP_ROWS = 30
 
 
-def result_flags(table):
+def result_flags(table: pd.DataFrame) -> dict[str, list[str]]:
     """Why a row of a comparison table should not be read at face value.
 
     Returns
@@ -517,7 +548,7 @@ def result_flags(table):
     return flags
 
 
-def noisy_groups(s_test, min_rows=NOISY_GROUP_ROWS):
+def noisy_groups(s_test: ArrayLike, min_rows: int = NOISY_GROUP_ROWS) -> dict[Any, int]:
     """Held-out groups with fewer than ``min_rows`` rows: ``{group: rows}``."""
     from fairpca._validation import _plain
 

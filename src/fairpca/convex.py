@@ -22,11 +22,14 @@ References
    Manifold." AAAI 2022, supplementary appendix B.
 """
 
+from __future__ import annotations
+
 import logging
 import numbers
 import time
 import warnings
 from itertools import combinations
+from typing import Literal
 
 import numpy as np
 from scipy import sparse
@@ -477,18 +480,18 @@ class ConvexFairPCA(FairPCABase):
 
     def __init__(
         self,
-        n_components=2,
+        n_components: int | float = 2,
         *,
-        mu=0.01,
-        delta=0.1,
-        constraints="both",
-        solver="SCS",
-        tol=1e-6,
-        max_iter=10000,
-        objective_scale="paper",
-        max_features=300,
-        verbose=0,
-    ):
+        mu: float = 0.01,
+        delta: float = 0.1,
+        constraints: Literal["both", "mean"] = "both",
+        solver: Literal["SCS", "CLARABEL"] = "SCS",
+        tol: float = 1e-6,
+        max_iter: int = 10000,
+        objective_scale: Literal["paper", "size_free"] = "paper",
+        max_features: int | None = 300,
+        verbose: int | bool = 0,
+    ) -> None:
         self.n_components = n_components
         self.mu = mu
         self.delta = delta

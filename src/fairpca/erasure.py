@@ -35,7 +35,13 @@ References
    form." NeurIPS 2023.
 """
 
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal, Self
+
 import numpy as np
+from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
@@ -149,12 +155,24 @@ class LinearErasure(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     True
     """
 
-    def __init__(self, *, attributes="intersectional", continuous_attributes=None):
+    def __init__(
+        self,
+        *,
+        attributes: Literal["intersectional", "separate"] = "intersectional",
+        continuous_attributes: bool | Sequence[str | int] | None = None,
+    ) -> None:
         self.attributes = attributes
         self.continuous_attributes = continuous_attributes
 
     @transactional
-    def fit(self, X, y=None, *, sensitive_features=None, sample_weight=None):
+    def fit(
+        self,
+        X: ArrayLike,
+        y: ArrayLike | None = None,
+        *,
+        sensitive_features: ArrayLike | None = None,
+        sample_weight: ArrayLike | None = None,
+    ) -> Self:
         """Fit the eraser from the group moments of ``X``.
 
         Parameters
@@ -182,7 +200,14 @@ class LinearErasure(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         return self
 
     @transactional
-    def partial_fit(self, X, y=None, *, sensitive_features=None, sample_weight=None):
+    def partial_fit(
+        self,
+        X: ArrayLike,
+        y: ArrayLike | None = None,
+        *,
+        sensitive_features: ArrayLike | None = None,
+        sample_weight: ArrayLike | None = None,
+    ) -> Self:
         """Merge one more chunk of rows into the moments and refit the eraser.
 
         After the last chunk the eraser equals :meth:`fit` on all rows up to
@@ -249,7 +274,7 @@ class LinearErasure(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         self.groups_ = moments.groups
         self.moments_ = moments
 
-    def transform(self, X):
+    def transform(self, X: ArrayLike) -> np.ndarray:
         """Erase the attribute from ``X``.
 
         Parameters

@@ -60,10 +60,14 @@ References
    "Efficient fair PCA for fair representation learning." AISTATS 2023.
 """
 
+from __future__ import annotations
+
 import numbers
 from dataclasses import dataclass
+from typing import Literal, Self
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.linalg import eigh
 from scipy.sparse.linalg import eigsh
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
@@ -359,17 +363,17 @@ class FairKernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
 
     def __init__(
         self,
-        n_components=2,
+        n_components: int = 2,
         *,
-        kernel="rbf",
-        gamma=None,
-        degree=3,
-        coef0=1.0,
-        method="auto",
-        max_exact_samples=5000,
-        n_random_features=512,
-        random_state=None,
-    ):
+        kernel: Literal["rbf", "laplacian", "poly", "sigmoid", "linear", "cosine"] = "rbf",
+        gamma: float | None = None,
+        degree: int = 3,
+        coef0: float = 1.0,
+        method: Literal["auto", "exact", "approx"] = "auto",
+        max_exact_samples: int = 5000,
+        n_random_features: int = 512,
+        random_state: int | np.random.RandomState | None = None,
+    ) -> None:
         self.n_components = n_components
         self.kernel = kernel
         self.gamma = gamma
@@ -456,7 +460,13 @@ class FairKernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
 
     # ------------------------------------------------------------------- fit
     @transactional
-    def fit(self, X, y=None, *, sensitive_features=None):
+    def fit(
+        self,
+        X: ArrayLike,
+        y: ArrayLike | None = None,
+        *,
+        sensitive_features: ArrayLike | None = None,
+    ) -> Self:
         """Fit the fair kernel projection.
 
         Parameters
@@ -479,7 +489,13 @@ class FairKernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
         return self
 
     @transactional
-    def fit_transform(self, X, y=None, *, sensitive_features=None):
+    def fit_transform(
+        self,
+        X: ArrayLike,
+        y: ArrayLike | None = None,
+        *,
+        sensitive_features: ArrayLike | None = None,
+    ) -> np.ndarray:
         """Fit and return the training representation, shape (n_samples, n_components_).
 
         Exact method: ``K_c alpha`` from the fit itself, equal to
@@ -634,7 +650,7 @@ class FairKernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
         self.explained_variance_ = variance[order]
 
     # ------------------------------------------------------------- transform
-    def transform(self, X):
+    def transform(self, X: ArrayLike) -> np.ndarray:
         """The fair representation of ``X``.
 
         Parameters

@@ -42,7 +42,11 @@ References
    form." NeurIPS 2023.
 """
 
+from __future__ import annotations
+
 import numbers
+from collections.abc import Sequence
+from typing import Literal
 
 import numpy as np
 
@@ -356,13 +360,13 @@ class MeanMatchingFairPCA(FairPCABase):
 
     def __init__(
         self,
-        n_components=2,
+        n_components: int | float = 2,
         *,
-        mean_penalty=np.inf,
-        covariance_rank=None,
-        attributes="intersectional",
-        continuous_attributes=None,
-    ):
+        mean_penalty: float = np.inf,
+        covariance_rank: int | None = None,
+        attributes: Literal["intersectional", "separate"] = "intersectional",
+        continuous_attributes: bool | Sequence[str | int] | None = None,
+    ) -> None:
         self.n_components = n_components
         self.mean_penalty = mean_penalty
         self.covariance_rank = covariance_rank

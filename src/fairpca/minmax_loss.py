@@ -27,7 +27,7 @@ from scipy.optimize import linprog
 from sklearn.exceptions import ConvergenceWarning
 
 from fairpca._base import FairPCABase
-from fairpca._linalg import top_eigh, top_eigh_lanczos
+from fairpca._linalg import top_eigh, top_eigh_fast
 from fairpca._minmax_rounding import diagonal_captures, round_extreme_point, round_lp
 from fairpca._validation import check_number
 from fairpca._warnings import warn
@@ -99,9 +99,10 @@ def _dual_value(B, beta, w, d, exact=True):
         Point of the simplex.
     d : int
     exact : bool, default=True
-        ``False`` inside the solvers' loops: the eigenpairs by Lanczos on large
-        matrices (:func:`fairpca._linalg.top_eigh_lanczos`); the bound that is
-        reported is recomputed with ``exact=True``.
+        ``False`` inside the solvers' loops: the eigenpairs by the fastest
+        method for the size (:func:`fairpca._linalg.top_eigh_fast`, Lanczos on
+        large matrices); the bound that is reported is recomputed with
+        ``exact=True``.
 
     Returns
     -------
@@ -112,7 +113,7 @@ def _dual_value(B, beta, w, d, exact=True):
     losses : ndarray of shape (k,)
         Group losses of ``V V^T``: a supergradient of ``g`` at ``w``.
     """
-    values, V = (top_eigh if exact else top_eigh_lanczos)(np.tensordot(w, B, axes=1), d)
+    values, V = (top_eigh if exact else top_eigh_fast)(np.tensordot(w, B, axes=1), d)
     return float(w @ beta - values.sum()), V, _basis_losses(B, beta, V)
 
 
@@ -716,7 +717,7 @@ class MinMaxLossFairPCA(FairPCABase):
 
     def __init__(
         self,
-        n_components: int = 2,
+        n_components: int | float = 2,
         *,
         objective: Literal["loss", "variance"] = "loss",
         solver: Literal["auto", "mw", "sdp"] = "auto",

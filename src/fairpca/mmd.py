@@ -27,11 +27,14 @@ References
    "Quasi-Monte Carlo Feature Maps for Shift-Invariant Kernels." JMLR 17, 2016.
 """
 
+from __future__ import annotations
+
 import logging
 import numbers
 from collections import OrderedDict
 from dataclasses import replace
 from functools import cached_property
+from typing import Literal
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
@@ -637,19 +640,19 @@ class MMDFairPCA(FairPCABase):
 
     def __init__(
         self,
-        n_components=2,
+        n_components: int | float = 2,
         *,
-        tau=1e-3,
-        fairness="DP",
-        bandwidth="median",
-        mmd="auto",
-        n_random_features=1024,
-        max_samples=20000,
-        init="pca",
-        max_iter=100,
-        random_state=None,
-        verbose=False,
-    ):
+        tau: float = 1e-3,
+        fairness: Literal["DP", "EOP", "EOD"] = "DP",
+        bandwidth: Literal["median"] | float = "median",
+        mmd: Literal["auto", "exact", "rff"] = "auto",
+        n_random_features: int = 1024,
+        max_samples: int | None = 20000,
+        init: Literal["pca", "random"] = "pca",
+        max_iter: int = 100,
+        random_state: int | np.random.RandomState | None = None,
+        verbose: bool = False,
+    ) -> None:
         self.n_components = n_components
         self.tau = tau
         self.fairness = fairness

@@ -16,9 +16,14 @@ pass: each group also keeps the mean of ``Z``, the cross-scatter
 same update, so ``Cov(X, Z)`` needs no second pass over the rows.
 """
 
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from fairpca._dask import (
     _block_moments,
@@ -34,6 +39,10 @@ from fairpca._validation import (
     check_sample_weight,
     check_sensitive_features,
 )
+
+if TYPE_CHECKING:
+    from dask.array import Array as DaskArray
+    from dask.dataframe import DataFrame as DaskDataFrame
 
 __all__ = ["GroupMoments"]
 
@@ -75,7 +84,13 @@ class GroupMoments:
 
     # ------------------------------------------------------------------ build
     @classmethod
-    def from_arrays(cls, X, sensitive_features, covariates=None, sample_weight=None):
+    def from_arrays(
+        cls,
+        X: ArrayLike,
+        sensitive_features: ArrayLike | None,
+        covariates: ArrayLike | None = None,
+        sample_weight: ArrayLike | None = None,
+    ) -> GroupMoments:
         """Compute the moments of in-memory data.
 
         Parameters
@@ -150,7 +165,7 @@ class GroupMoments:
         return means, np.concatenate((top, bottom), axis=1)
 
     @classmethod
-    def from_chunks(cls, chunks):
+    def from_chunks(cls, chunks: Iterable[tuple[ArrayLike, ArrayLike | None]]) -> GroupMoments:
         """Accumulate moments over an iterable of ``(X_chunk, labels_chunk)`` pairs.
 
         Only one chunk is held at a time. Groups may appear in any chunk,
@@ -186,7 +201,14 @@ class GroupMoments:
         return total
 
     @classmethod
-    def from_dask(cls, X, sensitive_features, covariates=None, *, transform=None):
+    def from_dask(
+        cls,
+        X: DaskArray | DaskDataFrame,
+        sensitive_features: ArrayLike | None,
+        covariates: ArrayLike | None = None,
+        *,
+        transform: Callable[[np.ndarray], np.ndarray] | None = None,
+    ) -> GroupMoments:
         """Compute the moments of a Dask collection in one distributed pass.
 
         Each row block is reduced to its own ``GroupMoments`` on the workers;
@@ -246,7 +268,7 @@ class GroupMoments:
         return result
 
     # ------------------------------------------------------------------ merge
-    def merge(self, other):
+    def merge(self, other: GroupMoments) -> GroupMoments:
         """Moments of the union of the rows behind ``self`` and ``other``.
 
         Parameters
@@ -298,36 +320,38 @@ class GroupMoments:
 
     # ------------------------------------------------------------ quantities
     @property
-    def n_groups(self):
+    def n_groups(self) -> int:
         """Number of groups."""
         return len(self.groups)
 
     @property
-    def n_features(self):
+    def n_features(self) -> int:
         """Number of features."""
         return self.means.shape[1]
 
     @property
-    def n_covariates(self):
+    def n_covariates(self) -> int:
         """Number of continuous attributes (covariates) tracked; 0 without them."""
         return 0 if self.covariate_means is None else self.covariate_means.shape[1]
 
     @property
-    def n_samples(self):
+    def n_samples(self) -> int | float:
         """Total number of rows (total weight with sample weights)."""
         return self.counts.sum().item()
 
     @property
-    def proportions(self):
+    def proportions(self) -> np.ndarray:
         """Group masses ``n_a / n``, shape (n_groups,)."""
         return self.counts / self.n_samples
 
     @property
-    def pooled_mean(self):
+    def pooled_mean(self) -> np.ndarray:
         """Mean of all rows, shape (n_features,)."""
         return self.proportions @ self.means
 
-    def second_moment(self, center="pooled"):
+    def second_moment(
+        self, center: Literal["pooled", "group"] | ArrayLike | None = "pooled"
+    ) -> np.ndarray:
         """Per-group second moments ``M_a = (1/n_a) sum_{i in a} (x_i - c)(x_i - c)^T``.
 
         Parameters
@@ -360,11 +384,11 @@ class GroupMoments:
         shift = self.means - c
         return covariances + shift[:, :, None] * shift[:, None, :]
 
-    def covariance(self):
+    def covariance(self) -> np.ndarray:
         """Covariance of all rows around the pooled mean (divisor n), shape (p, p)."""
         return np.einsum("a,aij->ij", self.proportions, self.second_moment("pooled"))
 
-    def cross_covariance(self):
+    def cross_covariance(self) -> tuple[np.ndarray, np.ndarray]:
         """Pooled covariances of ``X`` with the covariates and of the covariates.
 
         Returns

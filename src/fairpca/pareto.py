@@ -13,10 +13,13 @@ manifold geometry and the stopping rule. :class:`ParetoFairPCA` documents each
 choice made here and why.
 """
 
+from __future__ import annotations
+
 import logging
 import numbers
 from dataclasses import dataclass, field
 from itertools import combinations
+from typing import Literal
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
@@ -715,16 +718,16 @@ group_counts_, n_features_in_, feature_names_in_, component_scales_, n_component
 
     def __init__(
         self,
-        n_components=2,
+        n_components: int | float = 2,
         *,
-        disparity="pairwise",
-        psi="square",
-        disparity_ratio=0.1,
-        alpha="auto",
-        tol=1e-4,
-        max_iter=1000,
-        verbose=0,
-    ):
+        disparity: Literal["pairwise", "single"] = "pairwise",
+        psi: Literal["square", "abs", "exp"] = "square",
+        disparity_ratio: float = 0.1,
+        alpha: float | Literal["auto"] = "auto",
+        tol: float = 1e-4,
+        max_iter: int = 1000,
+        verbose: int = 0,
+    ) -> None:
         self.n_components = n_components
         self.disparity = disparity
         self.psi = psi

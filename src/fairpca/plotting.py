@@ -6,9 +6,20 @@ the user's backend nor accumulates open figures; save it with ``fig.savefig``
 or display it in a notebook.
 """
 
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 from fairpca.tradeoff import QUALITY, frontier_mask
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from matplotlib.figure import Figure
+    from sklearn.base import BaseEstimator
 
 __all__ = [
     "plot_communality",
@@ -31,7 +42,11 @@ def _figure(**kwargs):
     return Figure(**kwargs)
 
 
-def plot_tradeoff(table, fairness_columns, quality_column="explained_variance_ratio"):
+def plot_tradeoff(
+    table: pd.DataFrame,
+    fairness_columns: Sequence[str],
+    quality_column: str = "explained_variance_ratio",
+) -> Figure:
     """Scatter explained variance against each fairness measure, one marker per method.
 
     Parameters
@@ -91,7 +106,7 @@ def plot_tradeoff(table, fairness_columns, quality_column="explained_variance_ra
     return fig
 
 
-def plot_tradeoff_curve(curve, metrics=None):
+def plot_tradeoff_curve(curve: pd.DataFrame, metrics: Sequence[str] | None = None) -> Figure:
     """The fairness-variance trade-off of :func:`fairpca.tradeoff_curve`, with intervals.
 
     One panel per fairness metric: every setting at (metric, retained
@@ -147,7 +162,7 @@ def plot_tradeoff_curve(curve, metrics=None):
     return fig
 
 
-def plot_group_errors(table, prefix="reconstruction_error["):
+def plot_group_errors(table: pd.DataFrame, prefix: str = "reconstruction_error[") -> Figure:
     """Grouped bars of each group's reconstruction error for every method.
 
     Parameters
@@ -181,7 +196,7 @@ def plot_group_errors(table, prefix="reconstruction_error["):
     return fig
 
 
-def plot_group_errors_by_d(table):
+def plot_group_errors_by_d(table: pd.DataFrame) -> Figure:
     """Each group's reconstruction error against the target dimension, one panel per method.
 
     Parameters
@@ -220,7 +235,9 @@ def plot_group_errors_by_d(table):
     return fig
 
 
-def protected_loadings(scores, sensitive_features):
+def protected_loadings(
+    scores: ArrayLike, sensitive_features: ArrayLike
+) -> tuple[np.ndarray, np.ndarray]:
     """Correlation of each component's scores with each group's indicator.
 
     The protected attribute is treated as a supplementary variable: its
@@ -257,15 +274,15 @@ def protected_loadings(scores, sensitive_features):
 
 
 def plot_protected_biplot(
-    projections,
-    X,
-    sensitive_features,
+    projections: Mapping[str, BaseEstimator],
+    X: ArrayLike,
+    sensitive_features: ArrayLike,
     *,
-    max_points=400,
-    random_state=0,
-    feature_names=None,
-    n_features_shown=4,
-):
+    max_points: int = 400,
+    random_state: int = 0,
+    feature_names: Sequence[str] | None = None,
+    n_features_shown: int = 4,
+) -> Figure:
     """Biplot of the first two components of each method with the protected attribute.
 
     Rows (a subsample) are drawn as points coloured by group; coloured arrows
@@ -379,7 +396,9 @@ def _feature_loadings(X, scores):
     return np.nan_to_num(corr)
 
 
-def plot_communality(projections, X, sensitive_features):
+def plot_communality(
+    projections: Mapping[str, BaseEstimator], X: ArrayLike, sensitive_features: ArrayLike
+) -> Figure:
     """Communality of the protected attribute: how much of it each projection carries.
 
     Stacked bars per method: the squared correlation loading of the first
@@ -422,7 +441,14 @@ def plot_communality(projections, X, sensitive_features):
     return fig
 
 
-def plot_projections(projections, X, sensitive_features, *, titles=None, suptitle=None):
+def plot_projections(
+    projections: Mapping[str, BaseEstimator],
+    X: ArrayLike,
+    sensitive_features: ArrayLike,
+    *,
+    titles: Mapping[str, str] | None = None,
+    suptitle: str | None = None,
+) -> Figure:
     """Side-by-side scatter plots of the first two components, groups coloured.
 
     Parameters
@@ -472,7 +498,9 @@ def plot_projections(projections, X, sensitive_features, *, titles=None, suptitl
     return fig
 
 
-def plot_reproduction(table, details=None, target=None):
+def plot_reproduction(
+    table: pd.DataFrame, details: pd.DataFrame | None = None, target: str | None = None
+) -> Figure:
     """Our results next to a paper's table, for :mod:`fairpca.experiments`.
 
     One panel per metric (two per row), one line per cell with a paper mean,

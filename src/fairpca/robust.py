@@ -21,12 +21,16 @@ is :class:`fairpca.metrics.ReconstructionScorer`, and the paper's 3-fold
 selection of ``alpha`` and ``lam`` is :func:`fairpca.experiments.robust_fair_pca_cv`.
 """
 
+from __future__ import annotations
+
 import contextlib
 import logging
 import numbers
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
+from numpy.typing import ArrayLike
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from threadpoolctl import threadpool_limits
@@ -519,18 +523,18 @@ n_components_, component_scales_, n_features_in_, feature_names_in_
 
     def __init__(
         self,
-        n_components=2,
+        n_components: int | float = 2,
         *,
-        lam=0.5,
-        alpha=0.15,
-        radii=None,
-        n_iter=1000,
-        n_restarts=20,
-        retraction="qr",
-        parametrization="direct",
-        random_state=None,
-        verbose=False,
-    ):
+        lam: float = 0.5,
+        alpha: float = 0.15,
+        radii: ArrayLike | None = None,
+        n_iter: int = 1000,
+        n_restarts: int = 20,
+        retraction: Literal["qr", "polar"] = "qr",
+        parametrization: Literal["direct", "complement"] = "direct",
+        random_state: int | np.random.RandomState | None = None,
+        verbose: bool = False,
+    ) -> None:
         self.n_components = n_components
         self.lam = lam
         self.alpha = alpha

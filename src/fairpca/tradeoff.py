@@ -16,13 +16,24 @@ The bootstrap measures the sampling noise of the evaluation rows, not the
 variability of the fit itself: each setting is fitted once.
 """
 
+from __future__ import annotations
+
 import dataclasses
 import inspect
 import numbers
 import time
 import warnings
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
+from numpy.typing import ArrayLike
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from sklearn.base import BaseEstimator
+
+    from fairpca.experiments import Split
 
 __all__ = [
     "DEFAULT_GRIDS",
@@ -59,7 +70,7 @@ _DOWNSTREAM = FAIRNESS_METRICS[3:]
 QUALITY = "explained_variance_ratio"
 
 
-def frontier_mask(quality, costs):
+def frontier_mask(quality: ArrayLike, costs: ArrayLike) -> np.ndarray:
     """Points not dominated by another: higher ``quality`` is better, lower ``costs``.
 
     Point ``i`` is dominated when some ``j`` has ``quality[j] >= quality[i]`` and
@@ -130,18 +141,18 @@ def _evaluate(projection, X, s, metrics, bandwidth, y=None, predicted=None):
 
 
 def bootstrap_metrics(
-    projection,
-    X,
-    sensitive_features,
-    metrics=("reconstruction_error_gap",),
+    projection: BaseEstimator | ArrayLike,
+    X: ArrayLike,
+    sensitive_features: ArrayLike,
+    metrics: Sequence[str] = ("reconstruction_error_gap",),
     *,
-    y=None,
-    predicted=None,
-    bandwidth=None,
-    n_bootstrap=200,
-    confidence=0.95,
-    random_state=None,
-):
+    y: ArrayLike | None = None,
+    predicted: ArrayLike | None = None,
+    bandwidth: float | None = None,
+    n_bootstrap: int = 200,
+    confidence: float = 0.95,
+    random_state: int | np.random.SeedSequence | np.random.Generator | None = None,
+) -> dict[str, tuple[float, float, float]]:
     """Metrics of a fitted projection on rows ``X`` with percentile bootstrap intervals.
 
     The rows are resampled with replacement within each group (so every
@@ -283,19 +294,19 @@ def _fit_and_evaluate(method, label, estimator, split, metrics, bandwidth, optio
 
 
 def tradeoff_curve_split(
-    split,
+    split: Split,
     *,
-    estimators=None,
-    param_grids=None,
-    metrics=("reconstruction_error_gap", "mmd2"),
-    n_components=2,
-    n_bootstrap=200,
-    confidence=0.95,
-    classifier=None,
-    random_state=0,
-    n_jobs=None,
-    progress=None,
-):
+    estimators: dict[str, BaseEstimator] | None = None,
+    param_grids: Mapping[str, Mapping[str, Sequence[Any]]] | None = None,
+    metrics: Sequence[str] = ("reconstruction_error_gap", "mmd2"),
+    n_components: int = 2,
+    n_bootstrap: int = 200,
+    confidence: float = 0.95,
+    classifier: BaseEstimator | None = None,
+    random_state: int = 0,
+    n_jobs: int | None = None,
+    progress: Callable[[str], object] | None = None,
+) -> pd.DataFrame:
     """The fairness-variance trade-off of every method and setting on a prepared split.
 
     See :func:`tradeoff_curve`, which splits the data first; this takes a
@@ -388,14 +399,14 @@ def tradeoff_curve_split(
 
 
 def tradeoff_curve(
-    X,
-    sensitive_features,
-    y=None,
+    X: ArrayLike,
+    sensitive_features: ArrayLike,
+    y: ArrayLike | None = None,
     *,
-    test_size=0.3,
-    random_state=0,
-    **options,
-):
+    test_size: float = 0.3,
+    random_state: int = 0,
+    **options: Any,
+) -> pd.DataFrame:
     """The fairness-variance trade-off of every method over a grid of its knob.
 
     The rows are split (stratified by group, ``test_size`` held out) and
@@ -449,7 +460,12 @@ def tradeoff_curve(
     return tradeoff_curve_split(split, random_state=random_state, **options)
 
 
-def select(curve, constraints, *, bound="upper"):
+def select(
+    curve: pd.DataFrame,
+    constraints: dict[str, float],
+    *,
+    bound: Literal["upper", "estimate"] = "upper",
+) -> BaseEstimator:
     """The best-variance setting of ``curve`` that meets every fairness limit.
 
     Parameters

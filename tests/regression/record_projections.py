@@ -29,7 +29,8 @@ def problems():
 def estimators():
     """Every method at fixed settings small enough for a quick test: name -> estimator."""
     return {
-        "MinMaxLossFairPCA": MinMaxLossFairPCA(n_components=2),
+        # Samadi et al.'s rounding, the default when recorded (the default is now rank d).
+        "MinMaxLossFairPCA": MinMaxLossFairPCA(n_components=2, rounding="lp"),
         "ConvexFairPCA": ConvexFairPCA(n_components=2),
         "MMDFairPCA": MMDFairPCA(n_components=2, random_state=0, max_iter=20),
         "RobustFairPCA": RobustFairPCA(n_components=2, n_iter=100, n_restarts=2, random_state=0),

@@ -16,6 +16,8 @@ Inside the data home each file sits at the relative path given in
 :data:`FILES`, e.g. ``adult/adult.data``.
 """
 
+from __future__ import annotations
+
 import hashlib
 import logging
 import os
@@ -192,7 +194,7 @@ FILES = {
 _VERIFIED = {}
 
 
-def get_data_home(data_home=None):
+def get_data_home(data_home: str | os.PathLike[str] | None = None) -> Path:
     """The directory the data files are read from (it need not exist).
 
     Parameters

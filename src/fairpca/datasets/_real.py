@@ -19,6 +19,11 @@ preparations (encodings, subsamples, splits, standardisation) are in
 pandas is required (``pip install 'fairpca[datasets]'``).
 """
 
+from __future__ import annotations
+
+import os
+from typing import Literal
+
 import numpy as np
 from sklearn.utils import Bunch
 
@@ -220,7 +225,12 @@ Repository, 1994. https://doi.org/10.24432/C5NC77
 """
 
 
-def load_german_credit(*, sensitive="age", data_home=None, download=False):
+def load_german_credit(
+    *,
+    sensitive: Literal["age", "sex"] = "age",
+    data_home: str | os.PathLike[str] | None = None,
+    download: bool = False,
+) -> Bunch:
     """Load the UCI German credit data (``german.data``).
 
     Parameters
@@ -297,7 +307,13 @@ COMPAS Recidivism Algorithm." ProPublica, 2016.
 """
 
 
-def load_compas(*, sensitive="race", propublica_filter=True, data_home=None, download=False):
+def load_compas(
+    *,
+    sensitive: Literal["race", "sex"] = "race",
+    propublica_filter: bool = True,
+    data_home: str | os.PathLike[str] | None = None,
+    download: bool = False,
+) -> Bunch:
     """Load ProPublica's COMPAS two-year recidivism data.
 
     The file names two columns twice (``decile_score``, ``priors_count``); the
@@ -426,7 +442,13 @@ def _read_adult(path, skiprows):
     return frame.astype({c: "int64" for c in _ADULT_NUMERIC})
 
 
-def load_adult(*, subset="all", sensitive="sex", data_home=None, download=False):
+def load_adult(
+    *,
+    subset: Literal["all", "train", "test"] = "all",
+    sensitive: Literal["sex", "race"] = "sex",
+    data_home: str | os.PathLike[str] | None = None,
+    download: bool = False,
+) -> Bunch:
     """Load the UCI Adult census-income data.
 
     Parsing: fields are separated by ``", "``; ``?`` marks a missing value
@@ -512,7 +534,12 @@ Expert Systems with Applications 36(2), 2009.
 """
 
 
-def load_default_credit(*, sensitive="education", data_home=None, download=False):
+def load_default_credit(
+    *,
+    sensitive: Literal["education", "sex", "marriage"] = "education",
+    data_home: str | os.PathLike[str] | None = None,
+    download: bool = False,
+) -> Bunch:
     """Load the UCI "default of credit card clients" data (Yeh & Lien 2009).
 
     The CSV starts with two header rows (UCI's X-codes, then the names); the
@@ -590,7 +617,12 @@ Vempala. "The Price of Fair PCA: One Extra Dimension." NeurIPS 2018.
 """
 
 
-def load_lfw(*, sensitive="sex", data_home=None, download=False):
+def load_lfw(
+    *,
+    sensitive: Literal["sex", "white", "black", "asian"] = "sex",
+    data_home: str | os.PathLike[str] | None = None,
+    download: bool = False,
+) -> Bunch:
     """Load LFW as preprocessed by Samadi et al. (2018): 13232 faces of 49 x 36 pixels.
 
     Parameters
@@ -713,7 +745,9 @@ def _clean_header(name):
     return str(name).strip().strip('"').strip().replace("_ ", "_")
 
 
-def load_fairml(name, *, data_home=None, download=False):
+def load_fairml(
+    name: str, *, data_home: str | os.PathLike[str] | None = None, download: bool = False
+) -> Bunch:
     """Load one of Olfat & Aswani's preprocessed CSVs (FairML), as used by Vu et al. (2022).
 
     Parameters

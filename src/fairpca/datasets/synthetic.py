@@ -18,9 +18,14 @@ References
    Robust Fair Principal Components via Geodesic Descents." ICLR 2022.
 """
 
+from __future__ import annotations
+
 import numbers
+from collections.abc import Sequence
+from typing import Literal, overload
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.signal import lfilter
 from scipy.special import expit
 from sklearn.utils import check_random_state
@@ -69,7 +74,9 @@ def _labels(counts):
 # --------------------------------------------------------------------------
 
 
-def make_mmd_synthetic1(n_per_group=150, random_state=None):
+def make_mmd_synthetic1(
+    n_per_group: int = 150, random_state: int | np.random.RandomState | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Two groups with equal mean and covariance but different distributions.
 
     The "synthetic data #1" of Lee et al. (2022), section 8.1, used there to show
@@ -190,7 +197,37 @@ def _syn2_sample_latent(rng, group, n, scale):
     return np.hstack(blocks) / np.sqrt(scale)
 
 
-def make_mmd_synthetic2(n_features=20, n_per_group=240, random_state=None, *, return_params=False):
+@overload
+def make_mmd_synthetic2(
+    n_features: int = ...,
+    n_per_group: int = ...,
+    random_state: int | np.random.RandomState | None = ...,
+    *,
+    return_params: Literal[False] = ...,
+) -> tuple[np.ndarray, np.ndarray]: ...
+@overload
+def make_mmd_synthetic2(
+    n_features: int = ...,
+    n_per_group: int = ...,
+    random_state: int | np.random.RandomState | None = ...,
+    *,
+    return_params: Literal[True],
+) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]: ...
+@overload
+def make_mmd_synthetic2(
+    n_features: int = ...,
+    n_per_group: int = ...,
+    random_state: int | np.random.RandomState | None = ...,
+    *,
+    return_params: bool,
+) -> tuple[np.ndarray, np.ndarray] | tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]: ...
+def make_mmd_synthetic2(
+    n_features: int = 20,
+    n_per_group: int = 240,
+    random_state: int | np.random.RandomState | None = None,
+    *,
+    return_params: bool = False,
+) -> tuple[np.ndarray, np.ndarray] | tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
     """Two Gaussian groups in 1000 dimensions, randomly projected to ``n_features``.
 
     The "synthetic data #2" of Lee et al. (2022), section 8.2, built as described
@@ -326,7 +363,10 @@ _TOY_COVARIANCES = np.array(
 )
 
 
-def make_robust_toy(n_per_group=(200, 100), random_state=None):
+def make_robust_toy(
+    n_per_group: int | Sequence[int] = (200, 100),
+    random_state: int | np.random.RandomState | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """The 2-D two-Gaussian toy example of Vu et al. (2022).
 
     Both groups are centred at the origin; group 0 (the majority) has
@@ -416,16 +456,49 @@ def _random_orthogonal(rng, p):
     return q * np.where(np.diag(r) < 0, -1.0, 1.0)
 
 
+@overload
 def make_gaussian_groups(
-    n_samples=1000,
-    n_features=10,
-    n_groups=2,
+    n_samples: int = ...,
+    n_features: int = ...,
+    n_groups: int = ...,
     *,
-    group_weights=None,
-    mean_shift=1.0,
-    random_state=None,
-    return_target=False,
-):
+    group_weights: ArrayLike | None = ...,
+    mean_shift: float = ...,
+    random_state: int | np.random.RandomState | None = ...,
+    return_target: Literal[False] = ...,
+) -> tuple[np.ndarray, np.ndarray]: ...
+@overload
+def make_gaussian_groups(
+    n_samples: int = ...,
+    n_features: int = ...,
+    n_groups: int = ...,
+    *,
+    group_weights: ArrayLike | None = ...,
+    mean_shift: float = ...,
+    random_state: int | np.random.RandomState | None = ...,
+    return_target: Literal[True],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]: ...
+@overload
+def make_gaussian_groups(
+    n_samples: int = ...,
+    n_features: int = ...,
+    n_groups: int = ...,
+    *,
+    group_weights: ArrayLike | None = ...,
+    mean_shift: float = ...,
+    random_state: int | np.random.RandomState | None = ...,
+    return_target: bool,
+) -> tuple[np.ndarray, np.ndarray] | tuple[np.ndarray, np.ndarray, np.ndarray]: ...
+def make_gaussian_groups(
+    n_samples: int = 1000,
+    n_features: int = 10,
+    n_groups: int = 2,
+    *,
+    group_weights: ArrayLike | None = None,
+    mean_shift: float = 1.0,
+    random_state: int | np.random.RandomState | None = None,
+    return_target: bool = False,
+) -> tuple[np.ndarray, np.ndarray] | tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Gaussian groups whose covariances point in different directions.
 
     fairpca's demo data set. Every group has the same covariance spectrum,

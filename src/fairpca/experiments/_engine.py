@@ -14,14 +14,22 @@ rows are claims read off the figure, each with the measured statistic and a
 criterion that decides whether it holds.
 """
 
+from __future__ import annotations
+
 import math
+import os
 import time
 import warnings
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "Reproduction",
@@ -182,7 +190,11 @@ def setting_value(setting):
     return float(setting.split("=", 1)[1])
 
 
-def execute(jobs, unavailable, n_jobs=1):
+def execute(
+    jobs: Sequence[tuple[str, Callable[[], list[dict[str, Any]]]]],
+    unavailable: dict[str, str],
+    n_jobs: int = 1,
+) -> Iterator[tuple[str, list[dict[str, Any]], list[tuple[str, str, float]]]]:
     """Run the units of work of :func:`plan`, yielding their records in plan order.
 
     Parameters
@@ -233,7 +245,7 @@ def _run_unit(job, unavailable):
 _PRINTED_DECIMALS = {"MMD2": 3}
 
 
-def printed_half_unit(metric):
+def printed_half_unit(metric: str) -> float:
     """Half a unit of the last digit a paper's table prints ``metric`` with.
 
     A mean that rounds to the printed value matches it: with a printed SD of
@@ -342,17 +354,17 @@ class Reproductions:
         As given.
     """
 
-    def __init__(self, targets):
+    def __init__(self, targets: Mapping[str, Target]) -> None:
         self.targets = targets
 
-    def check(self, target):
+    def check(self, target: str) -> None:
         """Raise a ValueError naming the valid targets unless ``target`` is one of them."""
         if target not in self.targets:
             raise ValueError(
                 f"unknown target {target!r}; valid targets: {', '.join(self.targets)}."
             )
 
-    def reference(self, target=None):
+    def reference(self, target: str | None = None) -> pd.DataFrame:
         """The papers' reference numbers and claims.
 
         Parameters
@@ -378,7 +390,9 @@ class Reproductions:
             table = table[table["target"] == target].reset_index(drop=True)
         return table
 
-    def plan(self, target, *, quick=False, data_home=None):
+    def plan(
+        self, target: str, *, quick: bool = False, data_home: str | os.PathLike[str] | None = None
+    ) -> tuple[list[tuple[str, Callable[[], list[dict[str, Any]]]]], dict[str, str]]:
         """The units of work of a target, to run one by one (e.g. behind a progress bar).
 
         Parameters
@@ -401,7 +415,15 @@ class Reproductions:
         unavailable = {}
         return self.targets[target].jobs(quick, data_home, unavailable), unavailable
 
-    def run(self, target, *, quick=False, data_home=None, progress=None, n_jobs=1):
+    def run(
+        self,
+        target: str,
+        *,
+        quick: bool = False,
+        data_home: str | os.PathLike[str] | None = None,
+        progress: Callable[[str], object] | None = None,
+        n_jobs: int = 1,
+    ) -> Reproduction:
         """Run one target and compare with the paper.
 
         Parameters
@@ -434,7 +456,16 @@ class Reproductions:
             target, records, unavailable, quick=quick, seconds=seconds, fit_seconds=fit_seconds
         )
 
-    def summarise(self, target, records, unavailable, *, quick=False, seconds=0.0, fit_seconds=()):
+    def summarise(
+        self,
+        target: str,
+        records: list[dict[str, Any]],
+        unavailable: Mapping[str, str],
+        *,
+        quick: bool = False,
+        seconds: float = 0.0,
+        fit_seconds: Iterable[tuple[str, str, float]] = (),
+    ) -> Reproduction:
         """Turn measurement records into a :class:`Reproduction` (table and figures).
 
         Parameters
@@ -486,7 +517,7 @@ class Reproductions:
         times["mean_seconds"] = times["seconds"] / times["fits"]
         return Reproduction(target, quick, table, details, figures, seconds, times)
 
-    def to_markdown(self, reproduction):
+    def to_markdown(self, reproduction: Reproduction) -> str:
         """The comparison as a Markdown report (tables and links to the plots).
 
         Parameters
@@ -557,7 +588,9 @@ class Reproductions:
             lines += ["", f"![{reproduction.target}]({name})"]
         return "\n".join(lines) + "\n"
 
-    def write_report(self, reproduction, output, *, force=False):
+    def write_report(
+        self, reproduction: Reproduction, output: str | os.PathLike[str], *, force: bool = False
+    ) -> list[str]:
         """Write ``<target>.csv`` (comparison), ``<target>-details.csv``, ``report.md`` and PNGs.
 
         Parameters

@@ -4,14 +4,22 @@ fairlearn (for :func:`downstream_fairness`) and the scikit-learn models are
 imported inside the functions.
 """
 
+from __future__ import annotations
+
 import numbers
 from itertools import combinations
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.stats import ks_2samp
 
 from fairpca._validation import check_data, check_sensitive_features
 from fairpca.metrics._projection import _labels, _representation
+
+if TYPE_CHECKING:
+    from sklearn.base import BaseEstimator
+    from sklearn.model_selection import BaseCrossValidator, BaseShuffleSplit
 
 
 def _import_fairlearn_metrics():
@@ -61,8 +69,14 @@ def _classifier(classifier, builtin, method):
 
 
 def group_separability(
-    X, sensitive_features, projection, *, classifier="logistic", cv=5, random_state=None
-):
+    X: ArrayLike,
+    sensitive_features: ArrayLike,
+    projection: BaseEstimator | ArrayLike,
+    *,
+    classifier: Literal["logistic", "linear_svm"] | BaseEstimator = "logistic",
+    cv: int | BaseCrossValidator | BaseShuffleSplit = 5,
+    random_state: int | np.random.RandomState | None = None,
+) -> float:
     r"""Estimate of Olfat & Aswani's linear adversarial unfairness Δ_A(F_lin).
 
     [Olfat2019]_ (restated in appendix B of [Lee2022]_) call a projection
@@ -173,16 +187,16 @@ def _check_binary_y(y, n_samples, pos_label):
 
 
 def downstream_fairness(
-    X,
-    y,
-    sensitive_features,
-    projection,
+    X: ArrayLike,
+    y: ArrayLike,
+    sensitive_features: ArrayLike,
+    projection: BaseEstimator | ArrayLike,
     *,
-    classifier="rbf_svm",
-    cv=5,
-    random_state=None,
-    pos_label=None,
-):
+    classifier: Literal["rbf_svm", "linear_svm"] | BaseEstimator = "rbf_svm",
+    cv: int | BaseCrossValidator | BaseShuffleSplit = 5,
+    random_state: int | np.random.RandomState | None = None,
+    pos_label: object = None,
+) -> dict[str, float]:
     """Accuracy and group-fairness gaps of a classifier trained on the representation.
 
     The protocol of [Lee2022]_ (RBF SVM; ``Delta_DP``) and [Kamani]_ (linear

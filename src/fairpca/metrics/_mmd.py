@@ -4,9 +4,13 @@ The kernel sums and random features are :mod:`fairpca._kernels`, shared with
 :class:`fairpca.MMDFairPCA`.
 """
 
+from __future__ import annotations
+
 import numbers
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from fairpca._kernels import _bandwidth_rows, _max_pairwise_mmd2, _median_bandwidth
 from fairpca._linalg import top_eigh
@@ -18,6 +22,9 @@ from fairpca._validation import (
 )
 from fairpca.metrics._projection import _representation
 
+if TYPE_CHECKING:
+    from sklearn.base import BaseEstimator
+
 
 def _check_bandwidth(bandwidth):
     return check_number(
@@ -25,7 +32,13 @@ def _check_bandwidth(bandwidth):
     )
 
 
-def mmd_bandwidth(X, n_components, *, max_samples=2000, random_state=None):
+def mmd_bandwidth(
+    X: ArrayLike,
+    n_components: int,
+    *,
+    max_samples: int = 2000,
+    random_state: int | np.random.RandomState | None = None,
+) -> float:
     r"""Median-heuristic RBF bandwidth on vanilla-PCA projections ([Lee2022]_).
 
     .. math:: \sigma = \sqrt{\tfrac12\,\mathrm{median}_{i<j}
@@ -71,16 +84,16 @@ def mmd_bandwidth(X, n_components, *, max_samples=2000, random_state=None):
 
 
 def mmd2(
-    X,
-    sensitive_features,
-    projection,
+    X: ArrayLike,
+    sensitive_features: ArrayLike,
+    projection: BaseEstimator | ArrayLike,
     *,
-    bandwidth=None,
-    method="exact",
-    n_random_features=1024,
-    random_state=None,
-    block_size=1024,
-):
+    bandwidth: float | None = None,
+    method: Literal["exact", "rff"] = "exact",
+    n_random_features: int = 1024,
+    random_state: int | np.random.RandomState | None = None,
+    block_size: int = 1024,
+) -> float:
     r"""Squared MMD between the projected groups ([Lee2022]_, Definition 5).
 
     The biased V-statistic

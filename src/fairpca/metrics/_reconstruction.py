@@ -4,9 +4,13 @@ See :mod:`fairpca.metrics` for the accepted ``projection`` arguments and the
 references.
 """
 
+from __future__ import annotations
+
 from itertools import combinations
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from fairpca._validation import check_data, check_sensitive_features
 from fairpca.metrics._projection import (
@@ -15,6 +19,9 @@ from fairpca.metrics._projection import (
     _resolve_projection,
     _row_errors,
 )
+
+if TYPE_CHECKING:
+    from sklearn.base import BaseEstimator
 
 
 def _optimal_group_errors(X, codes, n_groups, mean, d):
@@ -31,7 +38,9 @@ def _optimal_group_errors(X, codes, n_groups, mean, d):
     return out
 
 
-def group_reconstruction_error(X, sensitive_features, projection):
+def group_reconstruction_error(
+    X: ArrayLike, sensitive_features: ArrayLike, projection: BaseEstimator | ArrayLike
+) -> dict[Any, float]:
     r"""Average reconstruction error of each group.
 
     For group ``a`` with rows ``x_i``, ``i in a``:
@@ -65,7 +74,7 @@ def group_reconstruction_error(X, sensitive_features, projection):
     return dict(zip(_labels(groups), errs.tolist(), strict=True))
 
 
-def reconstruction_error(X, projection):
+def reconstruction_error(X: ArrayLike, projection: BaseEstimator | ArrayLike) -> float:
     r"""Average reconstruction error over all rows (the ARE of [Vu2022]_).
 
     .. math:: \mathrm{ARE} = \frac{1}{n} \sum_{i=1}^n \| (x_i - m)(I - P) \|^2
@@ -86,7 +95,9 @@ def reconstruction_error(X, projection):
     return float(np.mean(_row_errors(X, components, scales, mean)))
 
 
-def reconstruction_error_gap(X, sensitive_features, projection):
+def reconstruction_error_gap(
+    X: ArrayLike, sensitive_features: ArrayLike, projection: BaseEstimator | ArrayLike
+) -> float:
     """Absolute gap between group reconstruction errors (the ABDiff of [Vu2022]_).
 
     For two groups ``|err_0 - err_1|``; for ``k > 2`` groups the largest
@@ -161,7 +172,13 @@ def _group_losses(X, sensitive_features, projection, n_components):
     return groups, errs - best, counts
 
 
-def marginal_loss(X, sensitive_features, projection, *, n_components=None):
+def marginal_loss(
+    X: ArrayLike,
+    sensitive_features: ArrayLike,
+    projection: BaseEstimator | ArrayLike,
+    *,
+    n_components: int | None = None,
+) -> dict[Any, float]:
     r"""Average marginal loss of each group ([Samadi2018]_, Definition 4.3 divided by n_a).
 
     .. math:: \mathrm{loss}_a = \mathrm{err}_a(P) - \sum_{j > d} \lambda_j(B_a),
@@ -199,7 +216,13 @@ def marginal_loss(X, sensitive_features, projection, *, n_components=None):
     return dict(zip(_labels(groups), losses.tolist(), strict=True))
 
 
-def disparity_error(X, sensitive_features, projection, *, n_components=None):
+def disparity_error(
+    X: ArrayLike,
+    sensitive_features: ArrayLike,
+    projection: BaseEstimator | ArrayLike,
+    *,
+    n_components: int | None = None,
+) -> dict[Any, float]:
     r"""Disparity error of each group ([Kamani]_, Definition 2, eq. (4)).
 
     .. math:: \mathcal{E}_a = \mathcal{L}_a(P) - \mathcal{L}_a(U_a^*), \qquad
@@ -233,7 +256,13 @@ def disparity_error(X, sensitive_features, projection, *, n_components=None):
     return dict(zip(_labels(groups), (losses * counts).tolist(), strict=True))
 
 
-def pairwise_disparity_error(X, sensitive_features, projection, *, n_components=None):
+def pairwise_disparity_error(
+    X: ArrayLike,
+    sensitive_features: ArrayLike,
+    projection: BaseEstimator | ArrayLike,
+    *,
+    n_components: int | None = None,
+) -> dict[tuple[Any, Any], float]:
     r"""Pairwise disparity errors ([Kamani]_, Definition 6, eq. (11)).
 
     .. math:: \Delta_{a,b} = \mathcal{E}_a - \mathcal{E}_b
@@ -262,7 +291,7 @@ def pairwise_disparity_error(X, sensitive_features, projection, *, n_components=
     return {(a, b): errs[a] - errs[b] for a, b in combinations(errs, 2)}
 
 
-def explained_variance_ratio(X, projection):
+def explained_variance_ratio(X: ArrayLike, projection: BaseEstimator | ArrayLike) -> float:
     r"""Fraction of the variance of ``X`` kept by the projection (%VAR of [Lee2022]_).
 
     .. math:: \frac{\mathrm{tr}(V^T \Sigma V)}{\mathrm{tr}\,\Sigma} =
@@ -296,7 +325,7 @@ def explained_variance_ratio(X, projection):
     return float(kept / total)
 
 
-def communality(projection):
+def communality(projection: BaseEstimator | ArrayLike) -> np.ndarray:
     r"""Communality of each original feature.
 
     .. math:: h_k = \sum_j s_j\, U_{jk}^2,

@@ -1,8 +1,12 @@
 """All metrics of several projections in one table (:func:`report`, needs pandas)."""
 
+from __future__ import annotations
+
 from itertools import combinations
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from fairpca._validation import check_data, check_sensitive_features
 from fairpca.metrics._classifier import _check_binary_y, downstream_fairness, group_separability
@@ -16,6 +20,11 @@ from fairpca.metrics._projection import (
     is_linear_projection,
 )
 from fairpca.metrics._reconstruction import _optimal_group_errors, explained_variance_ratio
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from sklearn.base import BaseEstimator
+    from sklearn.model_selection import BaseCrossValidator, BaseShuffleSplit
 
 
 def _import_pandas():
@@ -118,12 +127,12 @@ METRIC_DEFINITIONS = {
 }
 
 
-def metric_family(column):
+def metric_family(column: str) -> str:
     """The key of a column in :data:`METRIC_DEFINITIONS`: ``name[g]`` for any ``name[...]``."""
     return column.split("[", 1)[0] + "[g]" if "[" in column else column
 
 
-def describe_metric(column):
+def describe_metric(column: str) -> str:
     """One line saying what a report column measures, its direction and scale."""
     definition, direction, scale = METRIC_DEFINITIONS.get(metric_family(column), ("", "", ""))
     extras = "; ".join(part for part in (direction, scale) if part)
@@ -178,16 +187,16 @@ def _reconstruction_columns(X, codes, labels, projection, resolved, optimal):
 
 
 def report(
-    X,
-    sensitive_features,
-    projections,
-    y=None,
+    X: ArrayLike,
+    sensitive_features: ArrayLike,
+    projections: dict[str, BaseEstimator | ArrayLike],
+    y: ArrayLike | None = None,
     *,
-    bandwidth=None,
-    random_state=None,
-    classifier="rbf_svm",
-    cv=5,
-):
+    bandwidth: float | None = None,
+    random_state: int | None = None,
+    classifier: Literal["rbf_svm", "linear_svm"] | BaseEstimator = "rbf_svm",
+    cv: int | BaseCrossValidator | BaseShuffleSplit = 5,
+) -> pd.DataFrame:
     """All metrics for several projections in one table.
 
     Parameters

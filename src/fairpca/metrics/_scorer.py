@@ -1,8 +1,18 @@
 """Scorer for model selection: ``-(ARE + ABDiff)`` of Vu et al. (2022)."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal
+
+from numpy.typing import ArrayLike
+
 from fairpca._validation import _plain, check_data, check_sensitive_features
 from fairpca.metrics._projection import _resolve_projection
 from fairpca.metrics._reconstruction import _abdiff_are
+
+if TYPE_CHECKING:
+    from sklearn.base import BaseEstimator
+    from sklearn.utils.metadata_routing import MetadataRequest
 
 
 def _final_step(estimator, X):
@@ -66,12 +76,19 @@ class ReconstructionScorer:
     ...     search.fit(X, sensitive_features=s)
     """
 
-    def __init__(self, center="pooled"):
+    def __init__(self, center: Literal["pooled", "train_group", "group"] = "pooled") -> None:
         if center not in ("pooled", "train_group", "group"):
             raise ValueError(f"center must be 'pooled', 'train_group' or 'group', got {center!r}.")
         self.center = center
 
-    def __call__(self, estimator, X, y=None, *, sensitive_features=None):
+    def __call__(
+        self,
+        estimator: BaseEstimator,
+        X: ArrayLike,
+        y: ArrayLike | None = None,
+        *,
+        sensitive_features: ArrayLike | None = None,
+    ) -> float:
         """Return ``-(ARE + ABDiff)`` of a fitted estimator on ``(X, sensitive_features)``."""
         projection, Xt = _final_step(estimator, X)
         Xt = check_data(Xt, "X")
@@ -90,7 +107,7 @@ class ReconstructionScorer:
         abdiff, are = _abdiff_are(Xt, codes, len(groups), components, scales, mean, group_means)
         return -(are + abdiff)
 
-    def get_metadata_routing(self):
+    def get_metadata_routing(self) -> MetadataRequest:
         """Request ``sensitive_features`` for scoring (scikit-learn metadata routing)."""
         from sklearn.utils.metadata_routing import MetadataRequest
 

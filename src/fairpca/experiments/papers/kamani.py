@@ -34,20 +34,30 @@ the rest is chosen here (marked *our choice*).
   training mean and population SD.
 """
 
+from __future__ import annotations
+
 import math
+import os
+from typing import Literal
 
 import numpy as np
 
 from fairpca.datasets._real import load_adult, load_default_credit
 from fairpca.experiments._engine import Target, estimator, fit_models, record
-from fairpca.experiments._split import check_dataset, check_split, finish, is_numeric
+from fairpca.experiments._split import Split, check_dataset, check_split, finish, is_numeric
 
 __all__ = ["KAMANI_DATASETS", "kamani"]
 
 KAMANI_DATASETS = {"adult": ("sex", "race"), "default_credit": ("sex", "marriage")}
 
 
-def kamani(dataset, attribute, *, split=0, data_home=None):
+def kamani(
+    dataset: Literal["adult", "default_credit"],
+    attribute: str,
+    *,
+    split: int = 0,
+    data_home: str | os.PathLike[str] | None = None,
+) -> Split:
     """Prepare Adult or Default credit as Kamani et al. describe (section 5).
 
     Adult (training file, 14 attributes integer-coded) grouped by sex or race,
@@ -126,7 +136,10 @@ def _kamani_job(dataset, attribute, split, data_home, unavailable):
         ("ParetoFairPCA", estimator("ParetoFairPCA", n_components=10)),
     ]
     if len(np.unique(data.s_train)) == 2:
-        models.append(("MinMaxLossFairPCA", estimator("MinMaxLossFairPCA", n_components=10)))
+        # The paper's "SDP fair PCA" is Samadi et al.'s code: their LP rounding (rank <= d + 1).
+        models.append(
+            ("MinMaxLossFairPCA", estimator("MinMaxLossFairPCA", n_components=10, rounding="lp"))
+        )
     records = []
     for method, est in fit_models(models, data, unavailable):
         pairs = pairwise_disparity_error(data.X_test, data.s_test, est, n_components=10)

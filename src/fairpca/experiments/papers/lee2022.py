@@ -64,13 +64,18 @@ every row of the training file is used (the FPCA baseline's loader,
 for a header and dropped it).
 """
 
+from __future__ import annotations
+
 import math
+import os
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
 from fairpca.datasets._real import load_adult, load_compas, load_german_credit
 from fairpca.experiments._engine import Target, estimator, fit_models, record, setting_value
 from fairpca.experiments._split import (
+    Split,
     check_dataset,
     check_split,
     finish,
@@ -78,6 +83,9 @@ from fairpca.experiments._split import (
     one_hot,
     subsample,
 )
+
+if TYPE_CHECKING:
+    from sklearn.base import BaseEstimator
 
 __all__ = ["LEE2022_DATASETS", "LEE2022_SUBSAMPLE_SEED", "lee2022", "lee2022_downstream"]
 
@@ -141,7 +149,13 @@ def _lee_adult(data_home, download=False):
     return frame, s, y, int((~complete).sum()), 0.05, "adult"
 
 
-def lee2022(dataset, *, split=0, data_home=None, download=False):
+def lee2022(
+    dataset: Literal["german_credit", "compas", "adult"],
+    *,
+    split: int = 0,
+    data_home: str | os.PathLike[str] | None = None,
+    download: bool = False,
+) -> Split:
     """Prepare German credit, COMPAS or Adult as Lee et al. (2022) did.
 
     German credit: 57 features, groups by age (``"25+"`` / ``"<25"``); COMPAS:
@@ -217,7 +231,7 @@ _LEE_SETTINGS = {
 }
 
 
-def lee2022_downstream(projection, data):
+def lee2022_downstream(projection: BaseEstimator, data: Split) -> tuple[float, float]:
     """Lee et al.'s downstream task: %ACC and ΔDP of an RBF SVM on the projected data.
 
     The SVM (scikit-learn's ``SVC(kernel="rbf")`` with its defaults) is

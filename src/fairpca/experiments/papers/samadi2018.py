@@ -32,6 +32,11 @@ mean only (DESIGN §4: group means are part of what fairness is about), and
 a method wanting group-centred matrices computes them itself.
 """
 
+from __future__ import annotations
+
+import os
+from typing import Literal
+
 import numpy as np
 
 from fairpca.datasets._real import load_default_credit, load_lfw
@@ -43,7 +48,9 @@ __all__ = ["SAMADI2018_DATASETS", "samadi2018"]
 SAMADI2018_DATASETS = ("default_credit", "lfw")
 
 
-def samadi2018(dataset, *, data_home=None):
+def samadi2018(
+    dataset: Literal["default_credit", "lfw"], *, data_home: str | os.PathLike[str] | None = None
+) -> Split:
     """Prepare Default credit or LFW as Samadi et al. (2018) did.
 
     Default credit: 21 features z-scored with the sample SD, groups by

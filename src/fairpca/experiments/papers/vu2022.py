@@ -47,19 +47,29 @@ References
    Principal Component Analysis." AAAI 2019.
 """
 
+from __future__ import annotations
+
 import numbers
+import os
 import warnings
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
+from numpy.typing import ArrayLike
 from sklearn.utils import check_random_state
 
 from fairpca.datasets._real import load_default_credit, load_fairml
 from fairpca.experiments._engine import Target, estimator, fit_models, record, setting_value
-from fairpca.experiments._split import check_dataset, check_split, finish
+from fairpca.experiments._split import Split, check_dataset, check_split, finish
 from fairpca.metrics import ReconstructionScorer
 from fairpca.metrics._projection import _resolve_projection
 from fairpca.metrics._reconstruction import _abdiff_are
 from fairpca.robust import RobustFairPCA
+
+if TYPE_CHECKING:
+    from sklearn.base import BaseEstimator
+    from sklearn.model_selection import BaseCrossValidator, BaseShuffleSplit, GridSearchCV
 
 __all__ = [
     "VU2022_ALPHAS",
@@ -93,7 +103,13 @@ VU2022_DATASETS = (
 VU2022_MIN_SD = 1e-5
 
 
-def vu2022(dataset, *, split=0, data_home=None, download=False):
+def vu2022(
+    dataset: str,
+    *,
+    split: int = 0,
+    data_home: str | os.PathLike[str] | None = None,
+    download: bool = False,
+) -> Split:
     """Prepare a data set of Vu et al. (2022), table 1 and appendix C.
 
     The 14 data sets of their table 1 (Default credit as Samadi et al.
@@ -151,7 +167,13 @@ def vu2022(dataset, *, split=0, data_home=None, download=False):
     )
 
 
-def vu2022_errors(X, s, projection, X_train, s_train):
+def vu2022_errors(
+    X: np.ndarray,
+    s: np.ndarray,
+    projection: BaseEstimator | ArrayLike,
+    X_train: np.ndarray,
+    s_train: np.ndarray,
+) -> tuple[float, float]:
     """Vu et al.'s (ABDiff, ARE) of a projection, as in the authors' evaluation code.
 
     ARE is the mean squared residual norm of the rows of ``X`` centred on the
@@ -199,19 +221,19 @@ VU2022_LAMS = (0.0, 0.5, 1.0, 1.5, 2.0, 2.5)
 
 
 def robust_fair_pca_cv(
-    X,
-    sensitive_features,
+    X: ArrayLike,
+    sensitive_features: ArrayLike,
     *,
-    n_components=3,
-    alphas=(0.05, 0.1, 0.15),
-    lams=(0.0, 0.5, 1.0, 1.5, 2.0, 2.5),
-    cv=3,
-    preprocessor=None,
-    center="train_group",
-    random_state=None,
-    n_jobs=None,
-    **params,
-):
+    n_components: int = 3,
+    alphas: Sequence[float] = (0.05, 0.1, 0.15),
+    lams: Sequence[float] = (0.0, 0.5, 1.0, 1.5, 2.0, 2.5),
+    cv: int | BaseCrossValidator | BaseShuffleSplit = 3,
+    preprocessor: BaseEstimator | None = None,
+    center: Literal["train_group", "group", "pooled"] = "train_group",
+    random_state: int | np.random.RandomState | None = None,
+    n_jobs: int | None = None,
+    **params: Any,
+) -> GridSearchCV:
     """Select ``alpha`` and ``lam`` of :class:`~fairpca.RobustFairPCA` by cross-validation.
 
     The paper's protocol (Vu et al. 2022, section 5): grid
@@ -276,7 +298,13 @@ def robust_fair_pca_cv(
     return search
 
 
-def vu2022_selection(data, split, *, alphas=VU2022_ALPHAS, lams=VU2022_LAMS):
+def vu2022_selection(
+    data: Split,
+    split: int,
+    *,
+    alphas: Sequence[float] = VU2022_ALPHAS,
+    lams: Sequence[float] = VU2022_LAMS,
+) -> dict[str, float]:
     """``alpha`` and ``lam`` of :class:`~fairpca.RobustFairPCA` chosen as Vu et al. (2022) do.
 
     3-fold cross-validation on the training rows of ``data`` over the grid,
@@ -326,7 +354,9 @@ def _vu_job(dataset, split, quick, data_home, unavailable):
     if robust is not None and not quick:
         robust.set_params(**vu2022_selection(data, split))
     models.append(("RobustFairPCA", "cv", robust))
-    models.append(("MinMaxLossFairPCA", "", estimator("MinMaxLossFairPCA", n_components=3)))
+    # The paper's FairPCA is Samadi et al.'s code: their LP rounding (rank <= d + 1).
+    fair_pca = estimator("MinMaxLossFairPCA", n_components=3, rounding="lp")
+    models.append(("MinMaxLossFairPCA", "", fair_pca))
     records = []
     for method, label, est in fit_models(models, data, unavailable):
         abdiff, are = vu2022_errors(data.X_test, data.s_test, est, data.X_train, data.s_train)
