@@ -25,8 +25,14 @@ def _estimators():
         fairpca.MMDFairPCA: {"max_iter": 3, "random_state": 0},
         fairpca.RobustFairPCA: {"n_iter": 10, "n_restarts": 1, "random_state": 0},
         fairpca.FairKernelPCA: {"random_state": 0},
+        fairpca.StreamingFairPCA: {"unfair_rank": 1, "random_state": 0},
     }
-    classes = [*fairpca.all_estimators(), fairpca.FairKernelPCA, fairpca.LinearErasure]
+    classes = [
+        *fairpca.all_estimators(),
+        fairpca.FairKernelPCA,
+        fairpca.LinearErasure,
+        fairpca.StreamingFairPCA,
+    ]
     return {cls.__name__: (cls, fast.get(cls, {})) for cls in classes}
 
 

@@ -24,6 +24,7 @@ def _small(cls):
         fairpca.MMDFairPCA: {"max_iter": 5, "random_state": 0},
         fairpca.RobustFairPCA: {"n_iter": 30, "n_restarts": 1, "random_state": 0},
         fairpca.FairKernelPCA: {"random_state": 0},
+        fairpca.StreamingFairPCA: {"unfair_rank": 1, "random_state": 0},
     }.get(cls, {})
     if "n_components" in cls().get_params():
         params["n_components"] = 2
@@ -32,7 +33,12 @@ def _small(cls):
 
 ESTIMATORS = [
     pytest.param(cls, id=cls.__name__)
-    for cls in [*fairpca.all_estimators(), fairpca.FairKernelPCA, fairpca.LinearErasure]
+    for cls in [
+        *fairpca.all_estimators(),
+        fairpca.FairKernelPCA,
+        fairpca.LinearErasure,
+        fairpca.StreamingFairPCA,
+    ]
 ]
 
 

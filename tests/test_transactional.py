@@ -28,6 +28,12 @@ ESTIMATORS.append(pytest.param(LinearErasure, id="LinearErasure"))
 ESTIMATORS.append(
     pytest.param(lambda: FairKernelPCA(n_components=2, random_state=0), id="FairKernelPCA")
 )
+ESTIMATORS.append(
+    pytest.param(
+        lambda: fairpca.StreamingFairPCA(2, unfair_rank=1, block_size=50, random_state=0),
+        id="StreamingFairPCA",
+    )
+)
 
 
 def _state(est):
@@ -79,8 +85,11 @@ def test_failed_partial_fit_keeps_the_chunks_before_it(make, monkeypatch):
         warnings.simplefilter("ignore")
         est.partial_fit(X[:150], sensitive_features=S[:150])
     before, output = _state(est), est.transform(X)
-    target = "_fit_components" if hasattr(est, "_fit_components") else "_fit_moments"
-    monkeypatch.setattr(type(est), target, _failing_solver)
+    if isinstance(est, fairpca.StreamingFairPCA):  # fails inside its next power step
+        monkeypatch.setattr("fairpca.streaming._Stream._step", _failing_solver)
+    else:
+        target = "_fit_components" if hasattr(est, "_fit_components") else "_fit_moments"
+        monkeypatch.setattr(type(est), target, _failing_solver)
     with pytest.raises(RuntimeError, match="injected"):
         est.partial_fit(X[150:], sensitive_features=S[150:])
     monkeypatch.undo()
@@ -115,6 +124,8 @@ def test_solver_failure_in_fit_keeps_the_previous_fit(make, monkeypatch):
         monkeypatch.setattr(type(est), "_fit_components", _failing_solver)
     elif isinstance(est, FairKernelPCA):
         monkeypatch.setattr("fairpca.kernel_pca._exact_dual", _failing_solver)
+    elif isinstance(est, fairpca.StreamingFairPCA):
+        monkeypatch.setattr("fairpca.streaming._power_iteration", _failing_solver)
     else:
         monkeypatch.setattr("fairpca.moments._group_scatters", _failing_solver)
     with pytest.raises(RuntimeError, match="injected"):

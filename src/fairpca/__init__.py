@@ -17,6 +17,7 @@ from fairpca.mmd import MMDFairPCA
 from fairpca.moments import GroupMoments
 from fairpca.pareto import ParetoFairPCA
 from fairpca.robust import RobustFairPCA
+from fairpca.streaming import StreamingFairPCA
 from fairpca.tradeoff import select, tradeoff_curve
 
 __version__ = "0.1.0.dev0"
@@ -53,6 +54,7 @@ __all__ = [
     "MinMaxLossFairPCA",
     "ParetoFairPCA",
     "RobustFairPCA",
+    "StreamingFairPCA",
     "__version__",
     "all_estimators",
     "select",

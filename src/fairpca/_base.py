@@ -40,6 +40,7 @@ from fairpca._validation import (
     check_n_components,
     check_sample_weight,
     check_sensitive_features,
+    check_width,
     components_for_fraction,
     split_sensitive_features,
 )
@@ -379,6 +380,10 @@ class FairPCABase(
         return check_sample_weight(sample_weight, n_samples)
 
     def _validate_X(self, X, *, reset, ensure_all_finite=True):
+        shape = getattr(X, "shape", None)
+        if reset and isinstance(shape, tuple) and len(shape) == 2:
+            # Before the validation pass over X: the shape alone tells.
+            check_width(shape[1], type(self).__name__)
         return check_estimator_data(
             self, X, reset=reset, ensure_all_finite=ensure_all_finite, min_samples=2 if reset else 1
         )
@@ -487,6 +492,7 @@ class FairPCABase(
             )
         _, da = _import_dask(f"{name}.fit")
         X, columns = _dask_rows(X, da)
+        check_width(X.shape[1], name)
         record_dask_features(self, X.shape[1], columns)
         d = check_n_components(self.n_components, self.n_features_in_, allow_fraction=True)
         grouped = sensitive_features is not None

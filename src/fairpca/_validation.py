@@ -425,7 +425,11 @@ def check_magnitude(X, name="X"):
         Finite data.
     name : str, default="X"
     """
-    largest = float(np.max(np.abs(X), initial=0.0))
+    check_largest_magnitude(float(np.max(np.abs(X), initial=0.0)), name)
+
+
+def check_largest_magnitude(largest, name="X"):
+    """:func:`check_magnitude` from the largest absolute value, already known."""
     if 0 < largest < _SMALLEST_MAGNITUDE:
         raise ValueError(
             f"{name} is too small in magnitude (largest absolute value {largest:.3g}): its "
@@ -605,4 +609,28 @@ def _check_n_groups(groups, min_groups=2, name="sensitive_features"):
         raise ValueError(
             f"{name} must contain at least {min_groups} distinct groups, found "
             f"{len(groups)} ({', '.join(repr(_plain(g)) for g in groups)})."
+        )
+
+
+#: Largest total size of the dense p x p moment matrices a covariance-based fit may
+#: hold (at least three: two groups and the pooled scatter).
+MAX_DENSE_MOMENT_BYTES = 8 * 2**30
+
+
+def check_width(n_features, estimator_name):
+    """Refuse data too wide for dense ``p x p`` moments, naming the estimator that fits it.
+
+    Raises
+    ------
+    ValueError
+        If three ``n_features x n_features`` float64 matrices exceed
+        :data:`MAX_DENSE_MOMENT_BYTES`.
+    """
+    each = 8 * n_features**2
+    if 3 * each > MAX_DENSE_MOMENT_BYTES:
+        raise ValueError(
+            f"X has {n_features} features: {estimator_name} holds at least three dense "
+            f"{n_features} x {n_features} matrices ({each / 2**30:.1f} GiB each). For data "
+            "this wide use fairpca.StreamingFairPCA, which needs O(n_features * "
+            "(n_components + unfair_rank)) memory."
         )

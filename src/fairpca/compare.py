@@ -94,7 +94,9 @@ def make_methods(
     """Every method to compare at its default hyper-parameters, keyed by display name.
 
     Group-blind :class:`sklearn.decomposition.PCA` comes first as the
-    reference, then every estimator of :func:`fairpca.all_estimators`, then
+    reference, then every estimator of :func:`fairpca.all_estimators` and
+    :class:`~fairpca.StreamingFairPCA` (the only one that fits data too wide
+    for dense ``p x p`` moments; the others then refuse, naming it), then
     :class:`~fairpca.FairKernelPCA` and :class:`~fairpca.LinearErasure` (left
     out with ``projections_only``: they are not linear projections with a
     rank-``d`` reconstruction; LinearErasure keeps every feature and has no
@@ -106,7 +108,7 @@ def make_methods(
 
     import fairpca
 
-    classes = list(fairpca.all_estimators())
+    classes = [*fairpca.all_estimators(), *_wide_data_estimators()]
     if not projections_only:
         classes += _other_fair_transformers()
     methods = {"PCA": PCA(n_components=n_components, random_state=random_state)}
@@ -123,6 +125,13 @@ def make_methods(
     if unknown:
         raise ValueError(f"unknown method(s) {unknown}; choose from {', '.join(valid)}.")
     return {name: est for name, est in methods.items() if name == "PCA" or name in names}
+
+
+def _wide_data_estimators():
+    """The fair projections that fit data too wide for dense ``p x p`` moments."""
+    import fairpca
+
+    return [fairpca.StreamingFairPCA]
 
 
 def _other_fair_transformers():

@@ -474,13 +474,21 @@ def _fit_nested(B, targets, params, log_level):
     captured = np.zeros(B.shape[0])
     prefix_losses, lower_bounds, n_iter = [], [], 0
     for r in range(d):
-        # The rank-one problem on the orthogonal complement of the rows found so far.
-        complement = np.eye(p) - U @ U.T
-        B_r = np.einsum("pq,aqs,st->apt", complement, B, complement)
+        # The rank-one problem on the orthogonal complement of the rows found so far:
+        # (I - U U^T) B_a (I - U U^T), expanded so that it costs O(p^2 r), not O(p^3).
+        BU = B @ U
+        UBU = np.einsum("pi,apj->aij", U, BU)
+        B_r = (
+            B
+            - np.einsum("api,qi->apq", BU, U)
+            - np.einsum("pi,aqi->apq", U, BU)
+            + np.einsum("pi,aij,qj->apq", U, UBU, U, optimize=True)
+        )
         offsets = targets[r] - captured
         V, lam_hat, _, g, iterations = _solve_relaxation(B_r, offsets, 1, params, log_level)
         V, lam = round_extreme_point(B_r, offsets, 1, V, lam_hat)
-        u = complement @ (V[:, :1] if V.shape[1] else _complete_basis(U.T, r + 1)[r:].T)
+        u = V[:, :1] if V.shape[1] else _complete_basis(U.T, r + 1)[r:].T
+        u = u - U @ (U.T @ u)
         u /= np.linalg.norm(u)
         U = np.hstack([U, u])
         captured = captured + np.einsum("p,apq,q->a", u[:, 0], B, u[:, 0])

@@ -24,9 +24,11 @@ from fairpca.datasets.synthetic import (
     make_mmd_synthetic2,
     make_robust_toy,
 )
+from fairpca.datasets.wide import iter_wide_groups, make_wide_groups, wide_groups_moments
 
 __all__ = [
     "get_data_home",
+    "iter_wide_groups",
     "load_adult",
     "load_compas",
     "load_default_credit",
@@ -37,4 +39,6 @@ __all__ = [
     "make_mmd_synthetic1",
     "make_mmd_synthetic2",
     "make_robust_toy",
+    "make_wide_groups",
+    "wide_groups_moments",
 ]

@@ -1,0 +1,753 @@
+"""Fair PCA for data too wide for a p x p matrix: the fair (noisy) power method.
+
+Implements the method of [Lee2023]_: estimate the "unfair subspace" -- the
+directions of the group mean differences and the top ``m`` directions of the
+group covariance differences -- by block power iterations over the rows, then
+run a power method for PCA projected off that subspace. Only ``O(p (d + m) k)``
+numbers are held besides one block of rows; ``fit`` makes several passes over
+the data (NumPy, processed in blocks, or Dask), ``partial_fit`` one power step
+per block (the single-pass noisy power method).
+
+References
+----------
+.. [Lee2023] J. Lee, H. Cho, S.-Y. Yun and C. Yun. "Fair Streaming Principal
+   Component Analysis: Statistical and Algorithmic Viewpoint." NeurIPS 2023.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import numbers
+from typing import Literal, Self
+
+import numpy as np
+from numpy.typing import ArrayLike
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.exceptions import ConvergenceWarning, NotFittedError
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted
+
+from fairpca._base import forget_fit, transactional
+from fairpca._dask import _import_dask, _is_dask_collection
+from fairpca._validation import (
+    check_data,
+    check_estimator_data,
+    check_largest_magnitude,
+    check_number,
+    check_sensitive_features,
+)
+from fairpca._warnings import warn
+
+__all__ = ["StreamingFairPCA"]
+
+logger = logging.getLogger(__name__)
+
+#: Largest width for ``solver="exact"``, which holds k + 2 dense p x p matrices.
+EXACT_MAX_FEATURES = 5000
+
+#: Mean-difference directions shorter than this fraction of the largest are dropped.
+_RANK_TOL = 1e-10
+
+
+# ---------------------------------------------------------------------------
+# small pure helpers
+# ---------------------------------------------------------------------------
+
+
+def _orth(M):
+    """Orthonormal basis of the columns of ``M`` (thin QR; columns of any rank)."""
+    return np.linalg.qr(M)[0]
+
+
+def _sin_theta(U, V):
+    """Largest principal-angle sine between the spans of orthonormal ``U`` and ``V``."""
+    if U is None or U.shape != V.shape:
+        return 1.0
+    cosines = np.linalg.svd(U.T @ V, compute_uv=False)
+    return float(np.sqrt(max(0.0, 1.0 - cosines.min() ** 2)))
+
+
+def _ritz(basis, image, n_keep):
+    """Rayleigh-Ritz: the top ``n_keep`` Ritz pairs of an operator from ``image = A @ basis``.
+
+    Returns
+    -------
+    values : ndarray of shape (n_keep,)
+    vectors : ndarray of shape (p, n_keep)
+    """
+    T = basis.T @ image
+    values, small = np.linalg.eigh((T + T.T) / 2)
+    order = np.argsort(values)[::-1][:n_keep]
+    return values[order], basis @ small[:, order]
+
+
+def unfair_directions(group_means, weights, covariance_directions):
+    """Orthonormal basis ``N`` of the unfair subspace.
+
+    The weighted mean differences ``mu_a - mu`` (at most ``k - 1`` independent)
+    and the covariance-difference directions, orthonormalised together.
+
+    Parameters
+    ----------
+    group_means : ndarray of shape (k, p)
+    weights : ndarray of shape (k,)
+        Group proportions.
+    covariance_directions : ndarray of shape (p, m)
+
+    Returns
+    -------
+    N : ndarray of shape (p, r)
+    """
+    pooled = weights @ group_means
+    differences = (group_means - pooled).T
+    U, sv, _ = np.linalg.svd(differences, full_matrices=False)
+    keep = sv > _RANK_TOL * max(float(sv.max(initial=0.0)), np.finfo(float).tiny)
+    return _orth(np.hstack([U[:, keep], covariance_directions]))
+
+
+# ---------------------------------------------------------------------------
+# passes over the rows
+# ---------------------------------------------------------------------------
+
+
+class _Blocks:
+    """Re-iterable row blocks ``(X_block / scale, codes_block)`` of a NumPy or Dask array.
+
+    ``scale`` is a power of two (division by it is exact): the power iterations
+    form fourth moments, which would leave the float64 range for data far
+    from unit size.
+    """
+
+    def __init__(self, X, codes, block_size):
+        self.X, self.codes, self.block_size = X, codes, block_size
+        self.n_passes, self.scale = 0, 1.0
+
+    def __iter__(self):
+        self.n_passes += 1
+        if _is_dask_collection(self.X):
+            start = 0
+            for i in range(self.X.numblocks[0]):
+                block = np.array(self.X.blocks[i, 0].compute(), dtype=np.float64)
+                if not np.isfinite(block).all():
+                    raise ValueError(f"X contains NaN or infinity (in row block {i}).")
+                block /= self.scale  # our own copy: scaled in place
+                yield block, self.codes[start : start + block.shape[0]]
+                start += block.shape[0]
+            return
+        for start in range(0, self.X.shape[0], self.block_size):
+            stop = start + self.block_size
+            block = self.X[start:stop]
+            yield (block if self.scale == 1 else block / self.scale), self.codes[start:stop]
+
+
+def _group_sums(blocks, n_groups):
+    """Counts, means, the largest absolute value and the largest deviation from the first row.
+
+    One pass; the sums are shifted by the first row (no cancellation for data
+    far from the origin).
+    """
+    counts, sums, shift, largest, spread = np.zeros(n_groups), None, None, 0.0, 0.0
+    for X, codes in blocks:
+        if shift is None:
+            shift = X[0].copy()
+            sums = np.zeros((n_groups, X.shape[1]))
+        largest = max(largest, float(X.max()), -float(X.min()))  # no |X| temporary
+        np.add.at(counts, codes, 1.0)
+        for a in np.unique(codes):
+            deviations = X[codes == a] - shift
+            spread = max(spread, float(deviations.max()), -float(deviations.min()))
+            sums[a] += deviations.sum(axis=0)
+    return counts, sums / counts[:, None] + shift, largest, spread
+
+
+def _group_products(blocks, group_means, inputs):
+    """``Sigma_a @ U`` for every group ``a`` and every input block ``U`` in one pass.
+
+    ``Sigma_a`` is group ``a``'s covariance about its mean (divided by its count).
+
+    Parameters
+    ----------
+    blocks : _Blocks
+    group_means : ndarray of shape (k, p)
+    inputs : list of (list of ndarray of shape (p, q))
+        ``inputs[a]``: the blocks ``U`` that ``Sigma_a`` multiplies.
+
+    Returns
+    -------
+    outputs : list of (list of ndarray of shape (p, q))
+    """
+    outputs = [[np.zeros_like(U) for U in group] for group in inputs]
+    counts = np.zeros(len(inputs))
+    for X, codes in blocks:
+        for a in np.unique(codes):
+            centred = X[codes == a]  # a copy (boolean indexing), centred in place
+            centred -= group_means[a]
+            counts[a] += centred.shape[0]
+            for U, out in zip(inputs[a], outputs[a], strict=True):
+                out += centred.T @ (centred @ U)
+    return [[out / counts[a] for out in group] for a, group in enumerate(outputs)]
+
+
+def _pooled_product(blocks, mean, U):
+    """``Sigma @ U`` with ``Sigma`` the covariance of all rows about ``mean`` (divided by n)."""
+    out, n = np.zeros_like(U), 0
+    for X, _ in blocks:
+        centred = X - mean
+        out += centred.T @ (centred @ U)
+        n += centred.shape[0]
+    return out / n
+
+
+def _difference_operator(blocks, group_means, weights, W):
+    """``A @ W`` with ``A = sum_a w_a (Sigma_a - Sigma_w)^2`` in two passes.
+
+    ``Sigma_w = sum_a w_a Sigma_a``; expanding the square,
+    ``A = sum_a w_a Sigma_a^2 - Sigma_w^2``: the first pass gives
+    ``G_a = Sigma_a W`` and ``H = Sigma_w W``, the second ``Sigma_a G_a`` and
+    ``Sigma_a H`` for every group.
+    """
+    k = len(weights)
+    G = [out[0] for out in _group_products(blocks, group_means, [[W]] * k)]
+    H = sum(w * G_a for w, G_a in zip(weights, G, strict=True))
+    second = _group_products(blocks, group_means, [[G_a, H] for G_a in G])
+    return sum(w * (SG - SH) for w, (SG, SH) in zip(weights, second, strict=True))
+
+
+def _power_iteration(apply, start, n_keep, tol, max_iter, project=None):
+    """Block power iteration with Rayleigh-Ritz, stopping on the top-``n_keep`` subspace.
+
+    Returns
+    -------
+    values : ndarray of shape (n_keep,)
+    vectors : ndarray of shape (p, n_keep)
+    n_iter : int
+    change : float
+        Sine of the largest angle between the last two top-``n_keep`` Ritz subspaces.
+    """
+    basis, previous, change = _orth(start), None, 1.0
+    for n_iter in range(1, max_iter + 1):
+        image = apply(basis)
+        values, vectors = _ritz(basis, image, n_keep)
+        change = _sin_theta(previous, vectors)
+        if change <= tol:
+            return values, vectors, n_iter, change
+        previous = vectors
+        basis = _orth(image if project is None else project(image))
+    return values, vectors, max_iter, change
+
+
+# ---------------------------------------------------------------------------
+# the exact reference
+# ---------------------------------------------------------------------------
+
+
+def _exact_solution(blocks, group_means, weights, d, m):
+    """Offline reference: exact covariances and ``eigh`` (small p only)."""
+    k, p = group_means.shape
+    scatters, counts = np.zeros((k, p, p)), np.zeros(k)
+    for X, codes in blocks:
+        for a in np.unique(codes):
+            centred = X[codes == a] - group_means[a]
+            scatters[a] += centred.T @ centred
+            counts[a] += centred.shape[0]
+    covariances = scatters / counts[:, None, None]
+    within = np.tensordot(weights, covariances, axes=1)
+    A = sum(w * (S @ S) for w, S in zip(weights, covariances, strict=True)) - within @ within
+    diff_values, vectors = np.linalg.eigh(A)
+    W = vectors[:, ::-1][:, :m]
+    N = unfair_directions(group_means, weights, W)
+    pooled_mean = weights @ group_means
+    between = (group_means - pooled_mean).T * weights @ (group_means - pooled_mean)
+    total = within + between
+    complement = np.eye(p) - N @ N.T
+    values, vectors = np.linalg.eigh(complement @ total @ complement)
+    return diff_values[::-1][:m], W, N, values[::-1][:d], vectors[:, ::-1][:, :d]
+
+
+# ---------------------------------------------------------------------------
+# estimator
+# ---------------------------------------------------------------------------
+
+
+class StreamingFairPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+    r"""Fair PCA by the fair noisy power method, in ``O(p (d + m))`` memory [Lee2023]_.
+
+    With group means ``mu_a``, proportions ``w_a`` and covariances ``Sigma_a``
+    (about their own means), the **unfair subspace** is spanned by
+
+    - the mean differences ``mu_a - mu`` (at most ``k - 1`` directions), and
+    - the top ``m`` eigenvectors ``W`` of
+      ``A = sum_a w_a (Sigma_a - Sigma_w)^2``, ``Sigma_w = sum_a w_a Sigma_a``.
+      For two groups ``A = w_0 w_1 (Sigma_1 - Sigma_0)^2``: its top
+      eigenvectors are those of the covariance difference with the largest
+      absolute eigenvalues, as in the paper; for ``k`` groups ``A`` adds each
+      group's squared deviation from the pooled within-group covariance, so a
+      direction counts as unfair when any group's variance along it differs.
+
+    With ``N`` an orthonormal basis of that subspace, the components are the
+    top ``d`` eigenvectors of ``(I - N N^T) Sigma (I - N N^T)``, ``Sigma`` the
+    covariance of all rows about the pooled mean: every projected group mean
+    is the same, and the projected covariances differ only through what the
+    top ``m`` directions did not capture.
+
+    **Solvers.** ``solver="power"`` (default) never forms a ``p x p`` matrix:
+    one pass for the group means, then block power iterations with
+    Rayleigh-Ritz on ``A`` (two passes per iteration: ``A W`` expands to
+    ``sum_a w_a Sigma_a (Sigma_a W) - Sigma_w (Sigma_w W)``) and on the
+    projected ``Sigma`` (one pass per iteration), each on ``q = m + oversampling``
+    (resp. ``d + oversampling``) columns from a seeded Gaussian start; each
+    stops when the sine of the largest angle between consecutive top Ritz
+    subspaces is at most ``tol``. ``solver="exact"`` is the offline reference:
+    the same definitions with dense covariances and ``eigh`` (at most
+    :data:`EXACT_MAX_FEATURES` features).
+
+    **partial_fit** is the single-pass (noisy) power method of the paper for a
+    stream: each block updates the running group means and counts and makes
+    one power step on each subspace with that block's covariance estimates
+    (centred by the running means). Its accuracy is limited by the block
+    size -- the power steps see each block once -- so it approaches the
+    ``fit`` solution statistically, not exactly; ``fit`` is the method of
+    choice whenever the data can be read more than once.
+
+    Parameters
+    ----------
+    n_components : int, default=2
+        Target dimension ``d``.
+    unfair_rank : int, default=2
+        ``m``, the number of covariance-difference directions removed.
+    block_size : int, default=1000
+        Rows per block when ``fit`` reads a NumPy array (Dask arrays use
+        their own row chunks).
+    solver : {"power", "exact"}, default="power"
+    oversampling : int, default=10
+        Extra columns of the power iterations (faster, surer convergence).
+    tol : float, default=1e-6
+        Stop when consecutive top Ritz subspaces are within this sine.
+    max_iter : int, default=200
+        Power iterations per subspace.
+    random_state : int, RandomState or None, default=None
+        Seed of the Gaussian starts.
+    verbose : int, default=0
+
+    Attributes
+    ----------
+    components_ : ndarray of shape (n_components, n_features)
+        Orthonormal rows, orthogonal to ``unfair_subspace_``.
+    explained_variance_ : ndarray of shape (n_components,)
+        Variance of all training rows along each component.
+    mean_ : ndarray of shape (n_features,)
+        Pooled mean.
+    group_means_ : ndarray of shape (n_groups, n_features)
+    group_counts_ : ndarray of shape (n_groups,)
+    groups_ : ndarray of shape (n_groups,)
+    unfair_subspace_ : ndarray of shape (n_features, r)
+        Orthonormal basis ``N`` (``r <= n_groups - 1 + unfair_rank``).
+    covariance_directions_ : ndarray of shape (n_features, unfair_rank)
+        The top ``m`` eigenvectors ``W`` of ``A``.
+    covariance_difference_ : ndarray of shape (unfair_rank,)
+        Their eigenvalues (of ``A``, in squared covariance units: ``inf`` or 0
+        for data far from unit size, whose fourth powers leave the float64
+        range; the fit itself works on the data divided by a power of two).
+    n_iter_ : tuple of (int, int)
+        Power iterations on ``A`` and on the projected covariance (0, 0 for
+        ``solver="exact"``; for ``partial_fit``, the number of power steps).
+    n_passes_ : int
+        Passes over the data made by ``fit``.
+    converged_ : bool
+        Whether both power iterations reached ``tol``.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+
+    Examples
+    --------
+    >>> from fairpca import StreamingFairPCA
+    >>> from fairpca.datasets import make_wide_groups
+    >>> X, s = make_wide_groups(n_samples=600, n_features=300, random_state=0)
+    >>> est = StreamingFairPCA(n_components=2, unfair_rank=4, random_state=0)
+    >>> Z = est.fit(X, sensitive_features=s).transform(X)
+    >>> Z.shape, bool(est.converged_)
+    ((600, 2), True)
+    """
+
+    def __init__(
+        self,
+        n_components: int = 2,
+        *,
+        unfair_rank: int = 2,
+        block_size: int = 1000,
+        solver: Literal["power", "exact"] = "power",
+        oversampling: int = 10,
+        tol: float = 1e-6,
+        max_iter: int = 200,
+        random_state: int | np.random.RandomState | None = None,
+        verbose: int = 0,
+    ) -> None:
+        self.n_components = n_components
+        self.unfair_rank = unfair_rank
+        self.block_size = block_size
+        self.solver = solver
+        self.oversampling = oversampling
+        self.tol = tol
+        self.max_iter = max_iter
+        self.random_state = random_state
+        self.verbose = verbose
+
+    # ------------------------------------------------------------- validation
+    def _check_params(self, n_features):
+        check_number(self.n_components, "n_components", minimum=1)
+        check_number(self.unfair_rank, "unfair_rank", minimum=0)
+        check_number(self.block_size, "block_size", minimum=1)
+        check_number(self.oversampling, "oversampling", minimum=0)
+        check_number(self.tol, "tol", numbers.Real, minimum=0, include_boundaries="neither")
+        check_number(self.max_iter, "max_iter", minimum=1)
+        check_number(self.verbose, "verbose", minimum=0)
+        if self.solver not in ("power", "exact"):
+            raise ValueError(f"solver must be 'power' or 'exact', got {self.solver!r}.")
+        if self.n_components + self.unfair_rank >= n_features:
+            raise ValueError(
+                f"n_components + unfair_rank must be below n_features={n_features}, got "
+                f"{self.n_components} + {self.unfair_rank}."
+            )
+        if self.solver == "exact" and n_features > EXACT_MAX_FEATURES:
+            raise ValueError(
+                f"solver='exact' holds dense {n_features} x {n_features} matrices; it is the "
+                f"offline reference for at most {EXACT_MAX_FEATURES} features. Use "
+                "solver='power'."
+            )
+
+    def _check_data(self, X, sensitive_features, *, reset):
+        """Validated ``X`` (NumPy, or Dask with one column chunk), groups and codes."""
+        if _is_dask_collection(X):
+            _, da = _import_dask("StreamingFairPCA.fit")
+            X = da.asarray(X)
+            if X.ndim != 2:
+                raise ValueError(f"X must be 2-D, got {X.ndim} dimension(s).")
+            if not np.issubdtype(X.dtype, np.number):
+                raise TypeError(f"X must be numeric, got dtype {X.dtype}.")
+            X = X.rechunk({1: -1})
+            if reset:
+                self.n_features_in_ = X.shape[1]
+            elif X.shape[1] != self.n_features_in_:
+                raise ValueError(
+                    f"X has {X.shape[1]} features, but StreamingFairPCA was fitted with "
+                    f"{self.n_features_in_}."
+                )
+            labels = sensitive_features
+            if _is_dask_collection(labels):
+                labels = labels.compute()
+            groups, codes = check_sensitive_features(
+                labels, X.shape[0], min_groups=2, min_group_size=2
+            )
+            return X, groups, codes
+        X = check_estimator_data(self, X, reset=reset)
+        groups, codes = check_sensitive_features(
+            sensitive_features, X.shape[0], min_groups=2, min_group_size=2
+        )
+        return X, groups, codes
+
+    # ------------------------------------------------------------- fit
+    @transactional
+    def fit(
+        self, X: ArrayLike, y: ArrayLike | None = None, *, sensitive_features: ArrayLike = None
+    ) -> Self:
+        """Fit on a NumPy array (read in blocks) or a Dask array (one pass per step).
+
+        Parameters
+        ----------
+        X : array-like or dask array of shape (n_samples, n_features)
+        y : ignored
+        sensitive_features : array-like of shape (n_samples,) or (n_samples, n_attributes)
+            Group labels (at least two groups).
+
+        Returns
+        -------
+        self : StreamingFairPCA
+        """
+        forget_fit(self)
+        self.__dict__.pop("_stream", None)  # a fit replaces any partial_fit stream
+        X, groups, codes = self._check_data(X, sensitive_features, reset=True)
+        n, p = X.shape
+        self._check_params(p)
+        d, m = self.n_components, self.unfair_rank
+        blocks = _Blocks(X, codes, self.block_size)
+        counts, group_means, largest, spread = _group_sums(blocks, len(groups))
+        if spread == 0:
+            raise ValueError("X is constant (every row the same): there is no variance to project.")
+        check_largest_magnitude(largest)
+        blocks.scale = 2.0 ** np.round(np.log2(largest))
+        group_means = group_means / blocks.scale
+        weights = counts / counts.sum()
+        if self.solver == "exact":
+            diff_values, W, N, values, V = _exact_solution(blocks, group_means, weights, d, m)
+            n_iter, converged = (0, 0), True
+        else:
+            rng = check_random_state(self.random_state)
+            diff_values, W, it_unfair, change_unfair = (np.zeros(0), np.zeros((p, 0)), 0, 0.0)
+            if m:
+                diff_values, W, it_unfair, change_unfair = _power_iteration(
+                    lambda B: _difference_operator(blocks, group_means, weights, B),
+                    rng.standard_normal((p, min(m + self.oversampling, p))),
+                    m,
+                    self.tol,
+                    self.max_iter,
+                )
+            N = unfair_directions(group_means, weights, W)
+            mean = weights @ group_means
+
+            def project(B):
+                return B - N @ (N.T @ B)
+
+            values, V, it_pca, change_pca = _power_iteration(
+                lambda B: project(_pooled_product(blocks, mean, B)),
+                project(rng.standard_normal((p, min(d + self.oversampling, p - N.shape[1])))),
+                d,
+                self.tol,
+                self.max_iter,
+                project=project,
+            )
+            n_iter = (it_unfair, it_pca)
+            worst = max(change_unfair, change_pca)
+            converged = worst <= self.tol
+            if not converged:
+                warn(
+                    f"StreamingFairPCA stopped after {n_iter} power iterations with a subspace "
+                    f"change of {worst:.3g} (sine of the largest angle) > tol={self.tol:g}; "
+                    "increase max_iter or oversampling.",
+                    ConvergenceWarning,
+                )
+        logger.log(
+            logging.INFO if self.verbose else logging.DEBUG,
+            "unfair subspace of rank %d; %d passes over the data",
+            N.shape[1],
+            blocks.n_passes,
+        )
+        scale = blocks.scale
+        with np.errstate(over="ignore", under="ignore"):  # a fourth-power scale
+            diff_values = diff_values * scale**4
+        self._set_fitted(
+            groups,
+            counts,
+            group_means * scale,
+            W,
+            diff_values,
+            N,
+            V,
+            values * scale**2,
+            n,
+        )
+        self.n_iter_, self.n_passes_, self.converged_ = n_iter, blocks.n_passes, bool(converged)
+        return self
+
+    def _set_fitted(self, groups, counts, group_means, W, diff_values, N, V, values, n):
+        weights = counts / counts.sum()
+        self.groups_, self.group_counts_, self.group_means_ = groups, counts, group_means
+        self.mean_ = weights @ group_means
+        self.covariance_directions_, self.covariance_difference_ = W, diff_values
+        self.unfair_subspace_ = N
+        # Deterministic signs (largest |loading| positive), as scikit-learn's PCA.
+        pivot = np.abs(V).argmax(axis=0)
+        signs = np.sign(V[pivot, np.arange(V.shape[1])])
+        signs[signs == 0] = 1.0
+        self.components_ = (V * signs).T
+        self.explained_variance_ = values * n / max(n - 1, 1)
+        self._n_features_out = self.components_.shape[0]
+
+    # ------------------------------------------------------------- partial_fit
+    @transactional
+    def partial_fit(
+        self, X: ArrayLike, y: ArrayLike | None = None, *, sensitive_features: ArrayLike = None
+    ) -> Self:
+        """One step of the noisy power method on a block of rows.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            A block of at least two rows.
+        y : ignored
+        sensitive_features : array-like of shape (n_samples,)
+            Group labels of the block; a block may hold one group, and groups
+            may appear in later blocks (components exist once two have).
+
+        Returns
+        -------
+        self : StreamingFairPCA
+        """
+        first = not hasattr(self, "_stream")
+        if first:
+            X = check_estimator_data(self, X, reset=True)
+            self._check_params(X.shape[1])
+            if self.solver != "power":
+                raise ValueError("partial_fit is the power method; use solver='power'.")
+        else:
+            X = check_estimator_data(self, X, reset=False)
+        labels, codes = check_sensitive_features(sensitive_features, X.shape[0])
+        largest = max(float(X.max()), -float(X.min()), 0.0) if X.size else 0.0
+        check_largest_magnitude(largest)
+        if first:
+            rng = check_random_state(self.random_state)
+            self._stream = _Stream(
+                X.shape[1],
+                self.n_components,
+                self.unfair_rank,
+                self.oversampling,
+                self.block_size,
+                rng,
+                # A power of two near the first block's size: the steps form fourth powers.
+                2.0 ** np.round(np.log2(largest)) if largest > 0 else 1.0,
+            )
+        # On a copy: a failure inside a step must leave the stream as it was.
+        stream = self._stream.copy()
+        stream.update(X / stream.scale, labels, codes)
+        self._stream = stream
+        if stream.components is not None:
+            order = sorted(
+                (a for a in range(len(stream.groups)) if stream.counts[a] > 0),
+                key=lambda a: stream.groups[a],
+            )
+            counts = np.array(stream.counts)[order]
+            with np.errstate(over="ignore", under="ignore"):  # a fourth-power scale
+                diff_values = stream.diff_values * stream.scale**4
+            self._set_fitted(
+                np.array([stream.groups[a] for a in order]),
+                counts,
+                np.array(stream.means)[order] * stream.scale,
+                stream.covariance_directions,
+                diff_values,
+                stream.N,
+                stream.components,
+                stream.values * stream.scale**2,
+                int(counts.sum()),
+            )
+            self.n_iter_ = (stream.n_unfair_steps, stream.n_steps)
+            self.n_passes_, self.converged_ = 1, False
+        return self
+
+    # ------------------------------------------------------------- transform
+    def _check_fitted(self):
+        if hasattr(self, "_stream") and not hasattr(self, "components_"):
+            raise NotFittedError(
+                f"StreamingFairPCA has seen {len(self._stream.groups)} group(s) so far; "
+                "components exist once blocks with two groups have been passed to partial_fit."
+            )
+        check_is_fitted(self, "components_")
+
+    def transform(self, X: ArrayLike) -> np.ndarray:
+        """Project ``X``: ``(X - mean_) @ components_.T``, without a centred copy of ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        Z : ndarray of shape (n_samples, n_components)
+        """
+        self._check_fitted()
+        X = check_estimator_data(self, X, reset=False)
+        return X @ self.components_.T - self.mean_ @ self.components_.T
+
+    def inverse_transform(self, Z: ArrayLike) -> np.ndarray:
+        """Map scores back: ``Z @ components_ + mean_``.
+
+        Parameters
+        ----------
+        Z : array-like of shape (n_samples, n_components)
+
+        Returns
+        -------
+        X : ndarray of shape (n_samples, n_features)
+        """
+        self._check_fitted()
+        Z = check_data(Z, "Z")
+        if Z.shape[1] != self.components_.shape[0]:
+            raise ValueError(
+                f"Z has {Z.shape[1]} columns, expected n_components={self.components_.shape[0]}."
+            )
+        return Z @ self.components_ + self.mean_
+
+
+class _Stream:
+    """State of the noisy power method: buffered rows, running group means, two bases."""
+
+    def __init__(self, p, d, m, oversampling, block_size, rng, scale):
+        self.d, self.m, self.block_size, self.scale = d, m, block_size, scale
+        self.groups, self.counts, self.means = [], [], []
+        self.buffer, self.buffer_codes = [], []
+        self.W = _orth(rng.standard_normal((p, min(m + oversampling, p)))) if m else None
+        self.V = _orth(rng.standard_normal((p, min(d + oversampling, p))))
+        self.covariance_directions = np.zeros((p, 0))
+        self.diff_values = np.zeros(0)
+        self.components = self.N = self.values = None
+        self.n_steps = self.n_unfair_steps = 0
+
+    def _index(self, label):
+        key = label.item() if hasattr(label, "item") else label
+        if key not in self.groups:
+            self.groups.append(key)
+            self.counts.append(0.0)
+            self.means.append(None)
+        return self.groups.index(key)
+
+    @property
+    def n_buffered(self):
+        return sum(rows.shape[0] for rows in self.buffer)
+
+    def copy(self):
+        """A copy that :meth:`update` can change without touching this one.
+
+        Arrays are never changed in place (every update assigns new ones), so
+        copying the lists that hold them is enough.
+        """
+        other = copy.copy(self)
+        for name in ("groups", "counts", "means", "buffer", "buffer_codes"):
+            setattr(other, name, list(getattr(self, name)))
+        return other
+
+    def update(self, X, labels, codes):
+        """Buffer the rows; make one power step per ``block_size`` rows, in arrival order."""
+        index = np.array([self._index(label) for label in labels])
+        self.buffer.append(X)
+        self.buffer_codes.append(index[codes])
+        while self.n_buffered >= self.block_size:
+            if len(self.buffer) == 1:
+                rows, row_codes = self.buffer[0], self.buffer_codes[0]
+            else:
+                rows, row_codes = np.vstack(self.buffer), np.concatenate(self.buffer_codes)
+            size = self.block_size
+            # A copy of the remainder: a view would keep the whole consumed block alive.
+            rest = slice(size, None)
+            self.buffer = [rows[rest].copy()] if rows.shape[0] > size else []
+            self.buffer_codes = [row_codes[rest]] if rows.shape[0] > size else []
+            self._step(rows[:size], row_codes[:size])
+
+    def _step(self, X, codes):
+        """Running means over the consumed rows, then one noisy power step per subspace."""
+        for a in np.unique(codes):
+            rows = X[codes == a]
+            previous = 0.0 if self.means[a] is None else self.means[a]
+            self.counts[a] += rows.shape[0]
+            self.means[a] = (
+                previous + (rows.sum(axis=0) - rows.shape[0] * previous) / self.counts[a]
+            )
+        seen = [a for a in range(len(self.groups)) if self.counts[a] > 0]
+        if len(seen) < 2:
+            return
+        counts = np.array([self.counts[a] for a in seen])
+        weights, means = counts / counts.sum(), np.array([self.means[a] for a in seen])
+        local = np.searchsorted(seen, codes)
+        if self.m and np.unique(codes).size == len(seen):
+            # Every group has rows here: a noisy step on A = sum_a w_a Sigma_a^2 - Sigma_w^2.
+            image = _difference_operator([(X, local)], means, weights, self.W)
+            self.diff_values, self.covariance_directions = _ritz(self.W, image, self.m)
+            self.W = _orth(image)
+            self.n_unfair_steps += 1
+        self.N = unfair_directions(means, weights, self.covariance_directions)
+        basis = _orth(self.V - self.N @ (self.N.T @ self.V))
+        centred = X  # this block's rows are ours (a scaled copy) and used last here
+        centred -= weights @ means
+        image = centred.T @ (centred @ basis) / X.shape[0]
+        image -= self.N @ (self.N.T @ image)
+        self.values, self.components = _ritz(basis, image, self.d)
+        self.V = _orth(image)
+        self.n_steps += 1
