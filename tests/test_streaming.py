@@ -274,3 +274,33 @@ def test_clone_pickle_and_feature_names(small):
         (X - est.mean_) @ est.components_.T @ est.components_,
         atol=1e-10,
     )
+
+
+def test_compare_on_data_too_wide_for_the_others():
+    from fairpca.compare import compare_split, make_split
+
+    X, s = make_wide_groups(n_samples=80, n_features=19_000, random_state=2)
+    y = (X[:, 0] > 0).astype(int)
+    split = make_split(X, s, y, test_size=0.3, random_state=0)
+    messages = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        comparison = compare_split(
+            split, methods=["MinMaxLossFairPCA", "StreamingFairPCA"], progress=messages.append
+        )
+    assert list(comparison.table.index) == ["PCA", "StreamingFairPCA"]
+    assert "use fairpca.StreamingFairPCA" in comparison.unavailable["MinMaxLossFairPCA"]
+    assert any("MinMaxLossFairPCA left out" in m for m in messages)
+
+
+def test_mmd_bandwidth_on_wide_data_uses_the_same_pca_subspace():
+    from fairpca.metrics import mmd_bandwidth
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 120)) * np.linspace(3, 0.1, 120)
+    # sqrt(median squared distance / 2) of the rows projected on the top-2 PCs, here
+    # from numpy's SVD of the centred rows (the wide route uses the n x n Gram matrix).
+    V = np.linalg.svd(X - X.mean(axis=0), full_matrices=False)[2][:2].T
+    Z = X @ V
+    squared = ((Z[:, None] - Z[None]) ** 2).sum(-1)[np.triu_indices(40, 1)]
+    assert mmd_bandwidth(X, 2) == pytest.approx(np.sqrt(np.median(squared) / 2), rel=1e-8)

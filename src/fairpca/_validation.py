@@ -617,18 +617,22 @@ def _check_n_groups(groups, min_groups=2, name="sensitive_features"):
 MAX_DENSE_MOMENT_BYTES = 8 * 2**30
 
 
+class DataTooWideError(ValueError):
+    """The data have too many features for dense ``p x p`` moments (see :func:`check_width`)."""
+
+
 def check_width(n_features, estimator_name):
     """Refuse data too wide for dense ``p x p`` moments, naming the estimator that fits it.
 
     Raises
     ------
-    ValueError
-        If three ``n_features x n_features`` float64 matrices exceed
-        :data:`MAX_DENSE_MOMENT_BYTES`.
+    DataTooWideError
+        A ``ValueError``, if three ``n_features x n_features`` float64 matrices
+        exceed :data:`MAX_DENSE_MOMENT_BYTES`.
     """
     each = 8 * n_features**2
     if 3 * each > MAX_DENSE_MOMENT_BYTES:
-        raise ValueError(
+        raise DataTooWideError(
             f"X has {n_features} features: {estimator_name} holds at least three dense "
             f"{n_features} x {n_features} matrices ({each / 2**30:.1f} GiB each). For data "
             "this wide use fairpca.StreamingFairPCA, which needs O(n_features * "

@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 from numpy.typing import ArrayLike
 
+from fairpca._validation import DataTooWideError
+
 if TYPE_CHECKING:
     import pandas as pd
     from sklearn.base import BaseEstimator
@@ -232,6 +234,10 @@ def _fit_all(
         except ImportError as exc:
             unavailable[name] = str(exc)
             message = f"not available ({exc})"
+        except DataTooWideError as exc:
+            # Only the methods that need dense p x p moments refuse: the others go on.
+            unavailable[name] = str(exc)
+            message = f"left out ({exc})"
         except ValueError as exc:
             if not skip_infeasible:
                 raise

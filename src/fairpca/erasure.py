@@ -53,7 +53,7 @@ from fairpca._base import (
     transactional,
 )
 from fairpca._dask import _dask_rows, _import_dask, _is_dask_collection
-from fairpca._validation import check_estimator_data, check_sample_weight
+from fairpca._validation import check_estimator_data, check_sample_weight, check_width
 from fairpca._warnings import warn
 from fairpca.mean_matching import _ATTRIBUTE_MODES, constraint_bases, constraint_columns
 
@@ -255,6 +255,8 @@ class LinearErasure(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                 )
             moments, _, names = attribute_moments_dask(X, sensitive_features, continuous, da)
         else:
+            if reset and len(getattr(X, "shape", ())) == 2:
+                check_width(X.shape[1], "LinearErasure")
             X = check_estimator_data(self, X, reset=reset, ensure_all_finite=False)
             weights = None
             if sample_weight is not None:

@@ -70,14 +70,20 @@ def mmd_bandwidth(
     X = check_data(X, "X", min_samples=2)
     d = check_n_components(n_components, X.shape[1])
     max_samples = check_number(max_samples, "max_samples", minimum=2)
-    # Scatter matrix accumulated over blocks of centred rows: no centred copy of X
-    # (at 10^6 rows that copy was the largest allocation of an MMDFairPCA fit).
     mean = X.mean(axis=0)
-    scatter = np.zeros((X.shape[1], X.shape[1]))
-    for start in range(0, X.shape[0], 65536):
-        block = X[start : start + 65536] - mean
-        scatter += block.T @ block
-    V = top_eigh(scatter, d)[1]
+    if X.shape[0] < X.shape[1]:
+        # Wide data: the top right singular vectors from the n x n Gram matrix.
+        centred = X - mean
+        values, U = top_eigh(centred @ centred.T, d)
+        V = centred.T @ (U / np.sqrt(np.maximum(values, np.finfo(float).tiny)))
+    else:
+        # Scatter matrix accumulated over blocks of centred rows: no centred copy of X
+        # (at 10^6 rows that copy was the largest allocation of an MMDFairPCA fit).
+        scatter = np.zeros((X.shape[1], X.shape[1]))
+        for start in range(0, X.shape[0], 65536):
+            block = X[start : start + 65536] - mean
+            scatter += block.T @ block
+        V = top_eigh(scatter, d)[1]
     if X.shape[0] > max_samples:
         X = X[_bandwidth_rows(X.shape[0], max_samples, random_state)]
     return _median_bandwidth(X @ V)
