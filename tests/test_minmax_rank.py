@@ -3,8 +3,8 @@
 Oracles: the relaxation written afresh in cvxpy and solved by Clarabel (also on
 the orthogonal complement for the nested prefixes, and for max-min variance);
 the two-group dual maximised by scipy's bounded scalar minimiser (LFW, where an
-SDP solver cannot hold a 1764 x 1764 matrix); the master LP solved by scipy's
-``linprog``; the rank bound's formula evaluated in integers.
+SDP solver cannot hold a 1764 x 1764 matrix); Kelley's method with its master LP
+solved by scipy's ``linprog``; the rank bound's formula evaluated in integers.
 """
 
 import warnings
@@ -13,13 +13,13 @@ import cvxpy as cp
 import numpy as np
 import pytest
 from scipy.linalg import eigh
-from scipy.optimize import linprog, minimize_scalar
+from scipy.optimize import minimize_scalar
 from sklearn.exceptions import ConvergenceWarning
 
 from fairpca import MinMaxLossFairPCA
 from fairpca._minmax_rounding import rank_bound, round_extreme_point, round_lp
 from fairpca.experiments import samadi2018
-from fairpca.minmax_loss import _master_two_groups
+from fairpca.minmax_loss import _group_targets, _solve_cutting_plane, _solve_two_groups
 from test_minmax_loss import group_moments, make_groups, reconstruction_losses
 
 
@@ -168,29 +168,28 @@ def test_extreme_point_rounding_from_random_fractional_points(k, seed):
     np.testing.assert_allclose(V.T @ V, np.eye(V.shape[1]), atol=1e-12)
 
 
-# --------------------------------------------------------------------------- master problem
-@pytest.mark.parametrize("seed", range(20))
-def test_two_group_master_closed_form_matches_linprog(seed):
-    rng = np.random.default_rng(seed)
-    N = int(rng.integers(1, 40))
-    L = rng.gamma(2.0, size=(2, N))
-    if seed % 4 == 0:
-        L[1] = L[0]  # flat lines: every mixture ties
-    mu, w, value = _master_two_groups(L)
-    res = linprog(
-        np.append(np.zeros(N), 1.0),
-        A_ub=np.hstack([L, -np.ones((2, 1))]),
-        b_ub=np.zeros(2),
-        A_eq=np.append(np.ones(N), 0.0)[None, :],
-        b_eq=[1.0],
-        bounds=[(0, None)] * N + [(None, None)],
-    )
-    assert value == pytest.approx(res.fun, rel=1e-10, abs=1e-12)
-    assert mu.sum() == pytest.approx(1.0) and np.all(mu >= 0) and np.sum(mu > 0) <= 2
-    assert np.max(L @ mu) == pytest.approx(value, rel=1e-12)
-    # The dual point attains the same value in the cutting-plane model (LP duality).
-    assert np.all(w >= 0) and w.sum() == pytest.approx(1.0)
-    assert np.min(w @ L) == pytest.approx(value, rel=1e-10, abs=1e-12)
+# --------------------------------------------------------------------------- two-group solver
+@pytest.mark.parametrize("seed", range(12))
+def test_two_group_solver_equals_cutting_planes_with_an_lp_master(seed):
+    """The closed-form two-group model gives the iterates of Kelley's method whose
+    master problem HiGHS solves (scipy's linprog), and the same certificate."""
+    import logging
+
+    X, s = make_groups(2, 4 + seed, seed + 50)
+    d = 1 + seed % 3
+    B, beta = group_moments(X, s, d)
+    own, bases = _group_targets(B, d)
+    fast = _solve_two_groups(B, beta, own, bases, d, 1e-9, 200, logging.DEBUG)
+    oracle = _solve_cutting_plane(B, beta, own, bases, d, 1e-9, 200, logging.DEBUG)
+    assert fast[4] == oracle[4] and fast[5] and oracle[5]  # iterations, converged
+    assert fast[3] == pytest.approx(oracle[3], rel=1e-12, abs=1e-14)  # dual bound
+    np.testing.assert_allclose(fast[2], oracle[2], atol=1e-9)  # dual point
+
+    def upper(columns, mu):
+        P = sum(m * V @ V.T for m, V in zip(mu, columns, strict=True))
+        return np.max(beta - np.einsum("apq,pq->a", B, P))
+
+    assert upper(fast[0], fast[1]) == pytest.approx(upper(oracle[0], oracle[1]), rel=1e-9)
 
 
 # --------------------------------------------------------------------------- nested

@@ -137,52 +137,13 @@ def _gap_closed(B, upper, lower, tol, n_iter, log_level):
     return gap <= tol * _gap_scale(B, upper)
 
 
-def _master_two_groups(L):
-    """Closed form of :func:`_master_problem` for two groups.
-
-    A basic optimal mixture has at most two projectors. Alone, projector ``i``
-    scores ``max(L[0, i], L[1, i])``; a pair ``(i, j)`` with
-    ``h_i = L[0, i] - L[1, i] > 0 > h_j`` is best mixed at the weight
-    ``t = h_j / (h_j - h_i)`` on ``i`` that equalises the two losses. The dual
-    point maximises the concave piecewise-linear model
-    ``m(w) = min_i (L[1, i] + w h_i)`` on ``[0, 1]`` (``w`` on the first group):
-    by complementary slackness the line of a projector in the mixture is active
-    at the maximiser, so the maximiser is 0, 1 or a crossing of that line.
-
-    Returns
-    -------
-    Same as :func:`_master_problem`.
-    """
-    first, second = L
-    h = first - second
-    single = np.maximum(first, second)
-    best = int(np.argmin(single))
-    mu = np.zeros(L.shape[1])
-    mu[best] = 1.0
-    above, below = np.flatnonzero(h > 0), np.flatnonzero(h < 0)
-    if above.size and below.size:
-        t = h[below][None, :] / (h[below][None, :] - h[above][:, None])
-        mixed = t * first[above][:, None] + (1 - t) * first[below][None, :]
-        i, j = np.unravel_index(np.argmin(mixed), mixed.shape)
-        if mixed[i, j] < single[best]:
-            mu[best] = 0.0
-            mu[above[i]], mu[below[j]] = t[i, j], 1 - t[i, j]
-            best = int(above[i])
-    with np.errstate(divide="ignore", invalid="ignore"):
-        crossings = (second - second[best]) / (h[best] - h)
-    candidates = np.concatenate([[0.0, 1.0], crossings[(crossings > 0) & (crossings < 1)]])
-    model = np.min(second[None, :] + candidates[:, None] * h[None, :], axis=1)
-    w = candidates[np.argmax(model)]
-    return mu, np.array([w, 1.0 - w]), float(np.max(L @ mu))
-
-
 def _master_problem(L, shift, unit):
     """Best mixture of the projectors found so far and the matching dual point.
 
     Solves ``min_{mu in simplex} max_a (L mu)_a``. By LP duality its multipliers
     maximise the cutting-plane model ``w -> min_i w . L[:, i]`` of the dual
-    function over the simplex, and its value is that model's maximum. Two
-    groups have a closed form (:func:`_master_two_groups`); more use HiGHS.
+    function over the simplex, and its value is that model's maximum (HiGHS;
+    two groups need no LP, see :func:`_solve_two_groups`).
 
     Parameters
     ----------
@@ -202,8 +163,6 @@ def _master_problem(L, shift, unit):
         ``max_a (L mu)_a``.
     """
     k, N = L.shape
-    if k == 2:
-        return _master_two_groups(L)
     c = np.zeros(N + 1)
     c[-1] = 1.0
     A_eq = np.ones((1, N + 1))
@@ -272,6 +231,58 @@ def _solve_cutting_plane(B, beta, own, bases, d, tol, max_iter, log_level):
     else:
         mu, _, _ = _master_problem(L, g_best, unit)
     return columns, mu, w_best, g_best, n_iter, converged
+
+
+def _solve_two_groups(B, beta, own, bases, d, tol, max_iter, log_level):
+    """Kelley's cutting planes for two groups, where the model needs no LP.
+
+    With ``w`` the weight of the first group, every projector ``P_i`` found at
+    ``w_i`` gives the line ``l_i(w) = w L[0, i] + (1 - w) L[1, i]``, tangent to
+    the concave dual function ``g`` at ``w_i`` with slope ``h_i = L[0, i] -
+    L[1, i]``. For a concave function, a tangent at a point left of ``w_lo``
+    lies above the tangent at ``w_lo`` everywhere right of ``w_lo`` (and
+    symmetrically), so between the largest evaluated ``w_lo`` with ``h > 0``
+    and the smallest ``w_hi`` with ``h < 0`` the cutting-plane model is
+    ``min(l_lo, l_hi)``: its maximiser is the crossing of those two lines,
+    and the best mixture is ``P_lo`` and ``P_hi`` weighted so that both groups
+    lose the same -- the LP of :func:`_master_problem` in closed form. The
+    iterates are those of :func:`_solve_cutting_plane`.
+
+    Returns
+    -------
+    Same as :func:`_solve_cutting_plane`.
+    """
+    # w = 0 weights only the second group: its own PCA is the minimiser there.
+    lo = (0.0, bases[1], _basis_losses(B, beta, bases[1]), float(beta[1] - own[1]))
+    hi = (1.0, bases[0], _basis_losses(B, beta, bases[0]), float(beta[0] - own[0]))
+    best = max((lo, hi), key=lambda point: point[3])
+    converged = False
+    for n_iter in range(1, max_iter + 1):
+        slope_lo, slope_hi = lo[2][0] - lo[2][1], hi[2][0] - hi[2][1]
+        if slope_lo <= 0 or slope_hi >= 0:
+            # The maximum of g is at an end of [0, 1]: that end's projector alone.
+            end = lo if slope_lo <= 0 else hi
+            columns, mu, upper = [end[1]], np.ones(1), float(np.max(end[2]))
+        else:
+            # Crossing of l_lo(w) = L_lo[1] + w h_lo and l_hi(w) = L_hi[1] + w h_hi.
+            w = (hi[2][1] - lo[2][1]) / (slope_lo - slope_hi)
+            t = -slope_hi / (slope_lo - slope_hi)  # weight of P_lo equalising the losses
+            columns, mu = [lo[1], hi[1]], np.array([t, 1.0 - t])
+            upper = float(lo[2][1] + w * slope_lo)
+        if _gap_closed(B, upper, best[3], tol, n_iter, log_level):
+            converged = True
+            break
+        if len(columns) == 1:
+            break  # pragma: no cover - an end's gap is zero up to rounding
+        g, V, losses = _dual_value(B, beta, np.array([w, 1.0 - w]), d, exact=False)
+        point = (w, V, losses, g)
+        if g > best[3]:
+            best = point
+        if losses[0] - losses[1] > 0:
+            lo = point
+        else:
+            hi = point
+    return columns, mu, np.array([best[0], 1.0 - best[0]]), best[3], n_iter, converged
 
 
 def _solve_multiplicative_weights(B, beta, d, eta, tol, max_iter, log_level):
@@ -412,7 +423,8 @@ def _solve_relaxation(B, beta, d, params, log_level, targets=None):
         return U, lam_hat, w, _dual_value(B, beta, w, d)[0], n_iter
     if params["solver"] == "auto":
         own, bases = _group_targets(B, d) if targets is None else targets
-        columns, mu, w, g, n_iter, _ = _solve_cutting_plane(
+        solve = _solve_two_groups if B.shape[0] == 2 else _solve_cutting_plane
+        columns, mu, w, g, n_iter, _ = solve(
             B, beta, own, bases, d, params["tol"], params["max_iter"], log_level
         )
     else:
