@@ -578,8 +578,9 @@ class ParetoFairPCA(FairPCABase):
         ``"weights"`` refer to their own Pareto direction), plus ``"loss"``
         (n,) the normalised total loss, which may rise there, and
         ``"steered"`` (n,) whether the loss shaped that step.
-    components_, mean_, explained_variance_, explained_variance_ratio_, groups_, \
-group_counts_, n_features_in_, feature_names_in_, component_scales_, n_components_
+    components_, mean_, explained_variance_, explained_variance_ratio_, groups_
+        As in :class:`fairpca.FairPCABase`.
+    group_counts_, n_features_in_, feature_names_in_, component_scales_, n_components_
         As in :class:`fairpca.FairPCABase`.
 
     Notes

@@ -475,8 +475,9 @@ class RobustFairPCA(FairPCABase):
         ``10`` steps (so a run of fewer than 20 steps is never called
         converged): a short run whose best point is still falling must not
         pass because its last few steps happened not to improve it.
-    mean_, explained_variance_, explained_variance_ratio_, groups_, group_counts_, \
-n_components_, component_scales_, n_features_in_, feature_names_in_
+    mean_, explained_variance_, explained_variance_ratio_, groups_, group_counts_
+        See :class:`fairpca.FairPCABase`.
+    n_components_, component_scales_, n_features_in_, feature_names_in_
         See :class:`fairpca.FairPCABase`.
 
     See Also
