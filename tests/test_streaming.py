@@ -304,3 +304,22 @@ def test_mmd_bandwidth_on_wide_data_uses_the_same_pca_subspace():
     Z = X @ V
     squared = ((Z[:, None] - Z[None]) ** 2).sum(-1)[np.triu_indices(40, 1)]
     assert mmd_bandwidth(X, 2) == pytest.approx(np.sqrt(np.median(squared) / 2), rel=1e-8)
+
+
+def test_tradeoff_sweeps_the_unfair_rank():
+    from fairpca import tradeoff_curve
+    from fairpca.datasets import make_gaussian_groups
+
+    X, s, y = make_gaussian_groups(n_samples=600, n_features=6, random_state=0, return_target=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        curve = tradeoff_curve(
+            X, s, y, estimators={"S": StreamingFairPCA(2, random_state=0)}, n_bootstrap=10
+        )
+    assert list(curve["setting"]) == [f"unfair_rank={m}" for m in (0, 1, 2, 4, 8)]
+    feasible = curve["error"].isna()
+    assert list(feasible) == [True, True, True, False, False]  # 2 + m must stay below 6
+    assert "n_components + unfair_rank must be below" in curve["error"].iloc[3]
+    # Removing more directions never explains more variance.
+    variance = curve.loc[feasible, "explained_variance_ratio"].to_numpy()
+    assert all(variance[:-1] >= variance[1:] - 1e-12)

@@ -53,6 +53,9 @@ DEFAULT_GRIDS = {
     "RobustFairPCA": {"lam": [0.0, 0.5, 2.0, 8.0]},
     "ConvexFairPCA": {"delta": [1.0, 0.3, 0.1, 0.0]},
     "ParetoFairPCA": {"disparity_ratio": [1.0, 0.5, 0.2, 0.1]},
+    # Covariance-difference directions removed besides the mean differences; a rank
+    # that leaves fewer than n_components features is recorded as infeasible.
+    "StreamingFairPCA": {"unfair_rank": [0, 1, 2, 4, 8]},
 }
 
 #: Fairness metrics (lower is fairer) :func:`tradeoff_curve` evaluates. The
