@@ -21,23 +21,13 @@ from sklearn.base import BaseEstimator
 
 import fairpca
 from conftest import REQUIRE_DATA, missing_data, missing_data_message
+from test_typing import PUBLIC_MODULES  # the public API: what the reference documents
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 EXAMPLES = ROOT / "examples"
 API_INDEX = DOCS / "api" / "index.rst"
 
-#: The modules whose ``__all__`` the API reference documents.
-PUBLIC_MODULES = [
-    "fairpca",
-    "fairpca.metrics",
-    "fairpca.datasets",
-    "fairpca.experiments",
-    "fairpca.compare",
-    "fairpca.plotting",
-    "fairpca.tradeoff",
-    "fairpca.moments",
-]
 
 sys.path.insert(0, str(DOCS / "sphinxext"))
 from fairpca_sphinx import DATA_EXAMPLES  # noqa: E402 (the examples that read real data)

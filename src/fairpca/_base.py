@@ -30,7 +30,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from fairpca._dask import _dask_labels, _dask_rows, _import_dask, _is_dask_collection
-from fairpca._linalg import top_eigh
+from fairpca._linalg import flip_signs, top_eigh
 from fairpca._validation import (
     _check_group_sizes,
     _check_n_groups,
@@ -652,11 +652,7 @@ class FairPCABase(
         if not self._ordered_components():
             order = np.argsort(-variance, kind="stable")
             components, scales, variance = components[order], scales[order], variance[order]
-        # Same convention as sklearn's svd_flip: largest |loading| positive.
-        pivot = np.abs(components).argmax(axis=1)
-        signs = np.sign(components[np.arange(r), pivot])
-        signs[signs == 0] = 1.0
-        self.components_ = components * signs[:, None]
+        self.components_ = flip_signs(components)
         self.component_scales_ = scales
         self.n_components_ = r
         self.explained_variance_ = variance

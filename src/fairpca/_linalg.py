@@ -4,7 +4,7 @@ import numpy as np
 from scipy.linalg import eigh
 from scipy.sparse.linalg import ArpackError, ArpackNoConvergence, eigsh
 
-__all__ = ["top_eigh", "top_eigh_fast"]
+__all__ = ["flip_signs", "top_eigh", "top_eigh_fast"]
 
 #: From this size on, and for at most a tenth of the spectrum, ARPACK's Lanczos
 #: iteration is cheaper than LAPACK's reduction to tridiagonal form.
@@ -68,3 +68,23 @@ def top_eigh_fast(matrix, n_components):
         return top_eigh(matrix, n_components)
     order = np.argsort(values)[::-1]
     return values[order], vectors[:, order]
+
+
+def flip_signs(components):
+    """Rows with a deterministic sign: each row's largest ``|loading|`` positive.
+
+    The convention of scikit-learn's ``svd_flip``, so that a fitted basis does
+    not depend on the eigen-solver's arbitrary signs.
+
+    Parameters
+    ----------
+    components : ndarray of shape (r, p)
+
+    Returns
+    -------
+    components : ndarray of shape (r, p)
+    """
+    pivot = np.abs(components).argmax(axis=1)
+    signs = np.sign(components[np.arange(components.shape[0]), pivot])
+    signs[signs == 0] = 1.0
+    return components * signs[:, None]

@@ -26,6 +26,8 @@ References
    Fairness." NeurIPS 2019.
 """
 
+import math
+
 import numpy as np
 from scipy.optimize import linprog
 
@@ -45,11 +47,8 @@ def rank_bound(n_components, n_groups):
     (``s >= 2``: a single fractional eigenvalue cannot occur when the trace is
     the integer ``d``), i.e. ``d + floor(sqrt(2k + 1/4) - 3/2)``.
     """
-    s = int(np.floor(np.sqrt(2 * n_groups + 0.25) - 0.5))
-    while (s + 1) * (s + 2) // 2 <= n_groups:  # guard the floating-point floor
-        s += 1
-    while s * (s + 1) // 2 > n_groups:
-        s -= 1
+    # s (s + 1) / 2 <= k  <=>  s <= (sqrt(8k + 1) - 1) / 2, in integers.
+    s = (math.isqrt(8 * n_groups + 1) - 1) // 2
     return n_components + max(s - 1, 0)
 
 

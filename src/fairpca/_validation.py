@@ -425,7 +425,12 @@ def check_magnitude(X, name="X"):
         Finite data.
     name : str, default="X"
     """
-    check_largest_magnitude(float(np.max(np.abs(X), initial=0.0)), name)
+    check_largest_magnitude(largest_magnitude(X), name)
+
+
+def largest_magnitude(X):
+    """``max |X|`` of a finite array, without an ``|X|`` temporary as large as ``X``."""
+    return max(float(X.max()), -float(X.min()), 0.0) if X.size else 0.0
 
 
 def check_largest_magnitude(largest, name="X"):

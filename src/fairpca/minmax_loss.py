@@ -73,7 +73,7 @@ def _group_targets(B, d):
 
 def _basis_losses(B, beta, V):
     """Losses ``beta_a - <B_a, V V^T>`` of the projector onto the columns of ``V``, shape (k,)."""
-    return beta - np.array([np.sum(V * (Ba @ V)) for Ba in B])
+    return beta - diagonal_captures(B, V).sum(axis=1)
 
 
 def _matrix_losses(B, beta, P):
@@ -840,7 +840,7 @@ class MinMaxLossFairPCA(FairPCABase):
 
     def _fit_nested(self, B, d, params, log_level):
         """``nested=True``: one rank-one min-max problem per prefix (two groups)."""
-        own = np.array([np.cumsum(np.linalg.eigvalsh(Ba)[::-1][:d]) for Ba in B]).T
+        own = np.array([np.cumsum(top_eigh(Ba, d)[0]) for Ba in B]).T
         targets = own if self.objective == "loss" else np.zeros_like(own)
         components, prefix_losses, lower, n_iter = _fit_nested(B, targets, params, log_level)
         self.prefix_objectives_ = prefix_losses.max(axis=1)

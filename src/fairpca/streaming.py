@@ -30,14 +30,18 @@ from sklearn.utils.validation import check_is_fitted
 
 from fairpca._base import forget_fit, transactional
 from fairpca._dask import _import_dask, _is_dask_collection
+from fairpca._linalg import flip_signs
 from fairpca._validation import (
     check_data,
     check_estimator_data,
     check_largest_magnitude,
     check_number,
     check_sensitive_features,
+    largest_magnitude,
 )
 from fairpca._warnings import warn
+from fairpca.moments import GroupMoments
+from fairpca.riemannian.geometry import subspace_distance
 
 __all__ = ["StreamingFairPCA"]
 
@@ -58,14 +62,6 @@ _RANK_TOL = 1e-10
 def _orth(M):
     """Orthonormal basis of the columns of ``M`` (thin QR; columns of any rank)."""
     return np.linalg.qr(M)[0]
-
-
-def _sin_theta(U, V):
-    """Largest principal-angle sine between the spans of orthonormal ``U`` and ``V``."""
-    if U is None or U.shape != V.shape:
-        return 1.0
-    cosines = np.linalg.svd(U.T @ V, compute_uv=False)
-    return float(np.sqrt(max(0.0, 1.0 - cosines.min() ** 2)))
 
 
 def _ritz(basis, image, n_keep):
@@ -152,7 +148,7 @@ def _group_sums(blocks, n_groups):
         if shift is None:
             shift = X[0].copy()
             sums = np.zeros((n_groups, X.shape[1]))
-        largest = max(largest, float(X.max()), -float(X.min()))  # no |X| temporary
+        largest = max(largest, largest_magnitude(X))
         np.add.at(counts, codes, 1.0)
         for a in np.unique(codes):
             deviations = X[codes == a] - shift
@@ -223,13 +219,14 @@ def _power_iteration(apply, start, n_keep, tol, max_iter, project=None):
     vectors : ndarray of shape (p, n_keep)
     n_iter : int
     change : float
-        Sine of the largest angle between the last two top-``n_keep`` Ritz subspaces.
+        :func:`~fairpca.riemannian.subspace_distance` between the last two
+        top-``n_keep`` Ritz subspaces.
     """
     basis, previous, change = _orth(start), None, 1.0
     for n_iter in range(1, max_iter + 1):
         image = apply(basis)
         values, vectors = _ritz(basis, image, n_keep)
-        change = _sin_theta(previous, vectors)
+        change = 1.0 if previous is None else subspace_distance(previous, vectors)
         if change <= tol:
             return values, vectors, n_iter, change
         previous = vectors
@@ -242,26 +239,20 @@ def _power_iteration(apply, start, n_keep, tol, max_iter, project=None):
 # ---------------------------------------------------------------------------
 
 
-def _exact_solution(blocks, group_means, weights, d, m):
-    """Offline reference: exact covariances and ``eigh`` (small p only)."""
-    k, p = group_means.shape
-    scatters, counts = np.zeros((k, p, p)), np.zeros(k)
-    for X, codes in blocks:
-        for a in np.unique(codes):
-            centred = X[codes == a] - group_means[a]
-            scatters[a] += centred.T @ centred
-            counts[a] += centred.shape[0]
-    covariances = scatters / counts[:, None, None]
+def _exact_solution(blocks, d, m):
+    """Offline reference: exact group covariances (:class:`GroupMoments`) and ``eigh``.
+
+    Same definitions as the power method; for small p only.
+    """
+    moments = GroupMoments.from_chunks(blocks)
+    covariances, weights = moments.second_moment(center="group"), moments.proportions
     within = np.tensordot(weights, covariances, axes=1)
     A = sum(w * (S @ S) for w, S in zip(weights, covariances, strict=True)) - within @ within
     diff_values, vectors = np.linalg.eigh(A)
     W = vectors[:, ::-1][:, :m]
-    N = unfair_directions(group_means, weights, W)
-    pooled_mean = weights @ group_means
-    between = (group_means - pooled_mean).T * weights @ (group_means - pooled_mean)
-    total = within + between
-    complement = np.eye(p) - N @ N.T
-    values, vectors = np.linalg.eigh(complement @ total @ complement)
+    N = unfair_directions(moments.means, weights, W)
+    complement = np.eye(moments.n_features) - N @ N.T
+    values, vectors = np.linalg.eigh(complement @ moments.covariance() @ complement)
     return diff_values[::-1][:m], W, N, values[::-1][:d], vectors[:, ::-1][:, :d]
 
 
@@ -297,9 +288,11 @@ class StreamingFairPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEs
     ``sum_a w_a Sigma_a (Sigma_a W) - Sigma_w (Sigma_w W)``) and on the
     projected ``Sigma`` (one pass per iteration), each on ``q = m + oversampling``
     (resp. ``d + oversampling``) columns from a seeded Gaussian start; each
-    stops when the sine of the largest angle between consecutive top Ritz
-    subspaces is at most ``tol``. ``solver="exact"`` is the offline reference:
-    the same definitions with dense covariances and ``eigh`` (at most
+    stops when consecutive top Ritz subspaces are within ``tol`` in
+    ``||V V^T - W W^T||_F`` (:func:`~fairpca.riemannian.subspace_distance`,
+    ``sqrt(2)`` times the 2-norm of the principal-angle sines).
+    ``solver="exact"`` is the offline reference: the same definitions with
+    dense covariances and ``eigh`` (at most
     :data:`EXACT_MAX_FEATURES` features).
 
     **partial_fit** is the single-pass (noisy) power method of the paper for a
@@ -323,7 +316,8 @@ class StreamingFairPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEs
     oversampling : int, default=10
         Extra columns of the power iterations (faster, surer convergence).
     tol : float, default=1e-6
-        Stop when consecutive top Ritz subspaces are within this sine.
+        Stop when consecutive top Ritz subspaces are within this
+        :func:`~fairpca.riemannian.subspace_distance`.
     max_iter : int, default=200
         Power iterations per subspace.
     random_state : int, RandomState or None, default=None
@@ -479,7 +473,7 @@ class StreamingFairPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEs
         group_means = group_means / blocks.scale
         weights = counts / counts.sum()
         if self.solver == "exact":
-            diff_values, W, N, values, V = _exact_solution(blocks, group_means, weights, d, m)
+            diff_values, W, N, values, V = _exact_solution(blocks, d, m)
             n_iter, converged = (0, 0), True
         else:
             rng = check_random_state(self.random_state)
@@ -512,7 +506,7 @@ class StreamingFairPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEs
             if not converged:
                 warn(
                     f"StreamingFairPCA stopped after {n_iter} power iterations with a subspace "
-                    f"change of {worst:.3g} (sine of the largest angle) > tol={self.tol:g}; "
+                    f"change of {worst:.3g} (subspace distance) > tol={self.tol:g}; "
                     "increase max_iter or oversampling.",
                     ConvergenceWarning,
                 )
@@ -545,11 +539,7 @@ class StreamingFairPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEs
         self.mean_ = weights @ group_means
         self.covariance_directions_, self.covariance_difference_ = W, diff_values
         self.unfair_subspace_ = N
-        # Deterministic signs (largest |loading| positive), as scikit-learn's PCA.
-        pivot = np.abs(V).argmax(axis=0)
-        signs = np.sign(V[pivot, np.arange(V.shape[1])])
-        signs[signs == 0] = 1.0
-        self.components_ = (V * signs).T
+        self.components_ = flip_signs(V.T)
         self.explained_variance_ = values * n / max(n - 1, 1)
         self._n_features_out = self.components_.shape[0]
 
@@ -582,7 +572,7 @@ class StreamingFairPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEs
         else:
             X = check_estimator_data(self, X, reset=False)
         labels, codes = check_sensitive_features(sensitive_features, X.shape[0])
-        largest = max(float(X.max()), -float(X.min()), 0.0) if X.size else 0.0
+        largest = largest_magnitude(X)
         check_largest_magnitude(largest)
         if first:
             rng = check_random_state(self.random_state)
