@@ -8,10 +8,10 @@ from sklearn.exceptions import ConvergenceWarning
 
 from fairpca import ConvexFairPCA, MMDFairPCA
 from fairpca._kernels import _exact_hess_vec, _exact_hessian, _qmc_frequencies, _weighted_kernel
+from fairpca._mmd_objective import _REBUILD_FRACTION, _CachedObjective, _Penalty
 from fairpca.datasets import make_gaussian_groups, make_mmd_synthetic1
 from fairpca.experiments import lee2022
 from fairpca.metrics import explained_variance_ratio, mmd2
-from fairpca.mmd import _REBUILD_FRACTION, _CachedObjective, _Penalty
 from fairpca.riemannian import random_point, retract_qr, subspace_distance, tangent_projection
 from fairpca.riemannian.trust_region import (
     _SHIFTS,
@@ -282,9 +282,10 @@ def test_history_follows_the_repms_schedule():
     est = MMDFairPCA(n_components=2, tau=tau).fit(X, sensitive_features=s)
     hist = est.history_
     assert len(hist["rho"]) == est.n_iter_ >= 2
-    # rho_0 = 1 / MMD²(PCA), computed independently with sklearn's PCA.
+    # rho_0 = 1 / penalty(PCA), computed independently with sklearn's PCA: with two
+    # groups the one-vs-rest penalty counts the one MMD² twice (group 0 and group 1).
     h_pca = mmd2(X, s, PCA(n_components=2).fit(X), bandwidth=est.bandwidth_)
-    np.testing.assert_allclose(hist["rho"][0] * h_pca, 1.0, rtol=1e-8)
+    np.testing.assert_allclose(hist["rho"][0] * 2 * h_pca, 1.0, rtol=1e-8)
     for k in range(est.n_iter_ - 1):
         grows = hist["mmd2"][k] > tau
         expected = min(2 * hist["rho"][k], 1e10) if grows else hist["rho"][k]
@@ -310,7 +311,8 @@ def test_three_groups_every_pair_within_tau():
         n_samples=450, n_features=10, n_groups=3, mean_shift=0.0, random_state=2
     )
     tau = 1e-3
-    est = MMDFairPCA(n_components=2, tau=tau, random_state=0).fit(X, sensitive_features=s)
+    est = MMDFairPCA(n_components=2, tau=tau, constraint="pairwise", random_state=0)
+    est.fit(X, sensitive_features=s)
     assert est.converged_
     h = mmd2(X, s, est, bandwidth=est.bandwidth_)  # largest pairwise value
     np.testing.assert_allclose(h, est.constraint_value_, rtol=1e-9)
@@ -387,10 +389,11 @@ def test_rff_mode_agrees_with_exact_mode():
 
 
 def test_auto_mode_switches_on_the_number_of_rows():
-    X, s = make_gaussian_groups(n_samples=300, n_features=4, random_state=0)
+    # The cost model's crossover for two groups and d = 1: about 8,400 rows.
+    X, s = make_gaussian_groups(n_samples=8000, n_features=4, random_state=0)
     est = MMDFairPCA(n_components=1, tau=0.5).fit(X, sensitive_features=s)
     assert est.mmd_method_ == "exact"
-    X, s = make_gaussian_groups(n_samples=5200, n_features=4, random_state=0)
+    X, s = make_gaussian_groups(n_samples=9000, n_features=4, random_state=0)
     est = MMDFairPCA(n_components=1, tau=0.5).fit(X, sensitive_features=s)
     assert est.mmd_method_ == "rff"
 
@@ -409,7 +412,7 @@ def test_same_seed_same_output():
 
 def test_convergence_warning_when_tau_is_out_of_reach():
     X, s = make_mmd_synthetic1(random_state=0)
-    with pytest.warns(ConvergenceWarning, match=r"largest pairwise MMD² is [0-9.e-]+ > tau=0"):
+    with pytest.warns(ConvergenceWarning, match=r"MMD² of 0 vs rest exceeds tau=0 by [0-9.e-]+"):
         est = MMDFairPCA(n_components=2, tau=0.0, max_iter=3).fit(X, sensitive_features=s)
     assert not est.converged_ and est.n_iter_ == 3
     assert np.all(np.isfinite(est.components_)) and est.constraint_value_ > 0
@@ -436,6 +439,7 @@ def test_fit_without_groups_is_pca_and_drops_fair_attributes():
     assert subspace_distance(est.components_.T, pca.components_.T) < 1e-10
     assert est.n_iter_ == 1 and est.converged_
     assert not hasattr(est, "constraint_value_") and not hasattr(est, "bandwidth_")
+    assert not hasattr(est, "constraint_values_") and not hasattr(est, "active_constraint_")
 
 
 # --------------------------------------------------------------------------
@@ -542,9 +546,11 @@ def test_reduction_to_the_row_space_gives_the_unreduced_solution(monkeypatch):
     np.testing.assert_allclose(Xc @ Q[:, -2:], 0.0, atol=1e-12)  # slack: outside the rows
     np.testing.assert_allclose(Xc @ Q @ Q.T, Xc, atol=1e-12)  # the rest spans them
 
-    reduced = MMDFairPCA(n_components=2, tau=1e-3, random_state=0).fit(X, sensitive_features=codes)
+    # Groups of 20 and 25 rows, held to tau itself (min_group_size=0).
+    params = dict(n_components=2, tau=1e-3, min_group_size=0, random_state=0)
+    reduced = MMDFairPCA(**params).fit(X, sensitive_features=codes)
     monkeypatch.setattr(mmd_module, "_reduction_basis", lambda X, d: None)
-    full = MMDFairPCA(n_components=2, tau=1e-3, random_state=0).fit(X, sensitive_features=codes)
+    full = MMDFairPCA(**params).fit(X, sensitive_features=codes)
     assert reduced.converged_ and full.converged_
     assert subspace_distance(reduced.components_.T, full.components_.T) < 1e-4
     np.testing.assert_allclose(

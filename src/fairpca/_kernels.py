@@ -28,13 +28,15 @@ References
    "Quasi-Monte Carlo Feature Maps for Shift-Invariant Kernels." JMLR 17, 2016.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import NamedTuple
 
 import numpy as np
 from scipy.spatial.distance import cdist, pdist
 from sklearn.utils import check_random_state
+
+from fairpca._validation import _plain
 
 _TILE_ROWS = 1024  # exact kernel sums in tiles of 1024 x 1024 (8 MiB: stays in cache)
 _RFF_CHUNK_BYTES = 2**20  # 1 MiB of single-precision features per chunk: stays in cache
@@ -59,12 +61,21 @@ class _Stratum:
         Their labels.
     name : str
         ``"all rows"``, ``"y=1"`` or ``"y=0"`` (for messages and logs).
+    constraint : {"pairwise", "one-vs-rest"}, default="pairwise"
+        ``"pairwise"``: one constraint per pair of groups, MMD² between them.
+        ``"one-vs-rest"``: one per group, MMD² between it and all other rows
+        of the stratum. With two groups both are the same single MMD².
+    min_group_size : int, default=0
+        Constraints with fewer rows than this on either side are *small*: they
+        are judged on MMD² above its sampling floor (:func:`_sampling_floors`).
     """
 
     X: np.ndarray
     counts: np.ndarray
     groups: np.ndarray
     name: str
+    constraint: str = "pairwise"
+    min_group_size: int = 0
 
     @cached_property
     def codes(self):
@@ -84,17 +95,151 @@ class _Stratum:
     @cached_property
     def row_weights(self):
         """``M[i, b] = C[g_i, b] / (n_{g_i} n_b)``: weight of the pairs (row i, group b)."""
-        return (self.pair_weights / np.outer(self.counts, self.counts))[self.codes]
+        return _row_weights(self.pair_weights, self)
+
+    @cached_property
+    def mixtures(self):
+        """The two sides of each constraint as mixtures of the groups' mean embeddings.
+
+        Row ``c`` is ``r_c = u_c - v_c`` with ``u_c`` and ``v_c`` the row-count
+        weights of the two sides (each sums to one), so that the constraint's
+        MMD² is ``r_c^T G r_c`` for the Gram matrix ``G`` of the groups' mean
+        embeddings. Pairwise: ``e_a - e_b`` for ``a < b``; one-vs-rest:
+        ``e_a - v_a`` with ``v_ab = n_b / (m - n_a)`` for ``b != a``.
+        """
+        k = len(self.counts)
+        if self.constraint == "pairwise":
+            rows, cols = np.triu_indices(k, k=1)
+            R = np.zeros((len(rows), k))
+            R[np.arange(len(rows)), rows] = 1.0
+            R[np.arange(len(rows)), cols] = -1.0
+            return R
+        rest = np.tile(self.counts.astype(np.float64), (k, 1))
+        np.fill_diagonal(rest, 0.0)
+        rest /= rest.sum(axis=1, keepdims=True)
+        return np.eye(k) - rest
 
     @cached_property
     def pair_weights(self):
-        """``C`` with ``sum_{a<b} MMD²_ab = sum_ab C_ab S_ab / (n_a n_b)``, S = kernel sums.
+        """``C = R^T R`` with ``penalty = sum_ab C_ab S_ab / (n_a n_b)``, S = kernel sums.
 
-        ``C = k I - 1 1^T``: each self term appears in the ``k - 1`` pairs of its
-        group, each cross term with weight -2 split over ``(a, b)`` and ``(b, a)``.
+        The penalty is the sum over constraints of MMD² (``R`` is
+        :attr:`mixtures`); for pairwise constraints ``C = k I - 1 1^T``.
         """
-        k = len(self.counts)
-        return k * np.eye(k) - np.ones((k, k))
+        return self.mixtures.T @ self.mixtures
+
+    @cached_property
+    def labels(self):
+        """A name for each constraint: ``"a vs b"`` or ``"a vs rest"``."""
+        names = [repr(_plain(g)) for g in self.groups]
+        if self.constraint == "pairwise":
+            rows, cols = np.triu_indices(len(names), k=1)
+            return [f"{names[a]} vs {names[b]}" for a, b in zip(rows, cols, strict=True)]
+        return [f"{name} vs rest" for name in names]
+
+    @cached_property
+    def sides(self):
+        """Rows on the two sides of each constraint, shape (constraints, 2)."""
+        R = self.mixtures
+        return np.column_stack([(R > 0) @ self.counts, (R < 0) @ self.counts])
+
+    @cached_property
+    def small(self):
+        """Whether each constraint has fewer than ``min_group_size`` rows on a side."""
+        return self.sides.min(axis=1) < self.min_group_size
+
+
+def _row_weights(C, stratum):
+    """``M[i, b] = C[g_i, b] / (n_{g_i} n_b)`` for group weights ``C`` (k, k)."""
+    return (C / np.outer(stratum.counts, stratum.counts))[stratum.codes]
+
+
+def _constraint_values(gram, stratum):
+    """MMD² of each constraint of ``stratum`` from the Gram matrix of mean embeddings.
+
+    ``||mu_A - mu_B||² = G_AA + G_BB - 2 G_AB`` with the two sides' embeddings
+    mixtures of the groups' (:attr:`_Stratum.mixtures`); clipped at 0, where
+    rounding can push it to about -1e-16.
+    """
+    if stratum.constraint == "pairwise":
+        return _pairwise_from_gram(gram)
+    rest = np.eye(len(gram)) - stratum.mixtures
+    rest_gram = np.einsum("ab,bc,ac->a", rest, gram, rest)
+    values = np.diag(gram) + rest_gram - 2.0 * np.einsum("ab,ab->a", gram, rest)
+    return np.maximum(values, 0.0)
+
+
+def _sampling_floors(gram, stratum):
+    """MMD² each constraint has on average when its rows are split at random.
+
+    For sides of ``n_A`` and ``n_B`` rows, a uniformly random split of those
+    ``N = n_A + n_B`` rows gives a biased MMD² of mean
+    ``(1 / n_A + 1 / n_B) (1 - kbar)``, ``kbar`` the mean kernel value
+    between distinct rows among the ``N``: the self-pairs ``k(x, x) = 1``
+    of the V-statistic do not cancel. This floor is what the statistic
+    shows between two samples of one distribution, so a ``tau`` below it can
+    only be met by a projection on which all rows look alike.
+    """
+    counts = stratum.counts.astype(np.float64)
+    sums = gram * np.outer(counts, counts)  # S_ab, diagonal pairs included
+    members = (stratum.mixtures != 0).astype(np.float64)  # groups on either side
+    n_rows = members @ counts
+    pair_sums = np.einsum("ca,ab,cb->c", members, sums, members)
+    kbar = (pair_sums - n_rows) / (n_rows * (n_rows - 1.0))
+    n_a, n_b = stratum.sides.T
+    return (1.0 / n_a + 1.0 / n_b) * (1.0 - kbar)
+
+
+def _smooth_hinge(x, width):
+    """``max(0, x)`` smoothed over ``[0, width]`` (Huber), and its derivatives in x and width."""
+    inside = np.clip(x, 0.0, width)
+    value = np.where(x > width, x - 0.5 * width, 0.5 * inside**2 / width)
+    return value, inside / width, -0.5 * (inside / width) ** 2
+
+
+def _penalty_weights(gram, stratum, weights=None):
+    """The stratum's penalty and the weights ``C`` of its gradient, from the Gram matrix.
+
+    The penalty is ``sum_c w_c h_c = sum_ab C_ab G_ab`` over the constraints
+    ``c``, with ``C = R^T diag(w) R`` (``R`` is :attr:`_Stratum.mixtures`;
+    ``w = 1``, None, gives the fixed :attr:`_Stratum.pair_weights`). A small
+    constraint contributes instead ``w_c phi(h_c - floor_c)``, ``phi`` the
+    smooth hinge over ``[0, floor_c / 10]`` (:func:`_smooth_hinge`; the
+    floor moves with ``V``, so the derivative follows it through the width
+    too): only MMD² above its sampling floor is penalised, as pushing a few
+    rows' MMD² below chance would fit their noise at the cost of variance.
+    Both ``h_c`` and the floor are linear in ``G`` (``h_c = r_c^T G r_c``; the
+    floor through ``kbar``), so the gradient is that of ``sum_ab C_ab G_ab``
+    with ``C`` the slopes' combination of their weight matrices, and the
+    kernel-sum formulas apply unchanged.
+    """
+    small = stratum.small
+    if weights is None and not small.any():
+        return float(np.sum(stratum.pair_weights * gram)), stratum.pair_weights
+    R = stratum.mixtures
+    w = np.ones(len(R)) if weights is None else weights
+    values = _constraint_values(gram, stratum)
+    if not small.any():
+        C = (R.T * w) @ R
+        return float(np.sum(C * gram)), C
+    floors = _sampling_floors(gram, stratum)
+    width = 0.1 * floors + np.finfo(np.float64).tiny
+    hinge, slope, width_slope = _smooth_hinge(values - floors, width)
+    penalty = float(w[~small] @ values[~small] + w[small] @ hinge[small])
+    C = (R[~small].T * w[~small]) @ R[~small]
+    counts = stratum.counts.astype(np.float64)
+    members = (R != 0).astype(np.float64)
+    n_rows = members @ counts
+    n_a, n_b = stratum.sides.T
+    # d floor_c / dG_ab = -(1/n_A + 1/n_B) n_a n_b / (N (N - 1)) for a, b among its groups;
+    # the floor enters the hinge as -floor_c in its argument and 0.1 floor_c as its width.
+    floor_scale = (1.0 / n_a + 1.0 / n_b) / (n_rows * (n_rows - 1.0))
+    floor_slope = 0.1 * width_slope - slope
+    for c in np.flatnonzero(small):
+        weighted = members[c] * counts
+        C = C + w[c] * slope[c] * np.outer(R[c], R[c])
+        C = C - w[c] * floor_slope[c] * floor_scale[c] * np.outer(weighted, weighted)
+    return penalty, C
 
 
 def _subsample_positions(all_counts, max_rows, rng):
@@ -149,7 +294,7 @@ def _subsample(strata, max_rows, rng):
             [start + pos for start, pos in zip(stratum.starts, positions, strict=True)]
         )
         kept = np.array([len(pos) for pos in positions])
-        subsets.append(_Stratum(stratum.X[rows], kept, stratum.groups, stratum.name))
+        subsets.append(replace(stratum, X=stratum.X[rows], counts=kept))
     return subsets
 
 
@@ -219,11 +364,13 @@ def _kernel_group_sums(Z, onehot, gamma, tile_rows=_TILE_ROWS, with_moments=True
     return U, T
 
 
-def _exact_terms(V, stratum, gamma, with_grad=True):
+def _exact_terms(V, stratum, gamma, with_grad=True, weights=None):
     """Exact biased MMD² terms of one stratum projected by ``V``.
 
-    Returns the sum over pairs of groups of MMD² (the penalty), every pairwise
-    value, and the Euclidean gradient of the penalty with respect to ``V``.
+    Returns the penalty (the sum over the stratum's constraints of MMD²), the
+    Gram matrix ``G`` of the groups' mean embeddings (every constraint's MMD²
+    follows from it, :func:`_constraint_values`) and the Euclidean gradient of
+    the penalty with respect to ``V``.
 
     With ``M_ij = C_{g_i g_j} / (n_{g_i} n_{g_j})`` (see ``_Stratum.pair_weights``)
     the penalty is ``sum_ij M_ij k_ij``, and since
@@ -232,20 +379,22 @@ def _exact_terms(V, stratum, gamma, with_grad=True):
     ``grad = -4 gamma X^T G``,  ``G_i = sum_j M_ij k_ij (z_i - z_j)``,
 
     the appendix-G formula with the ``p x p`` products replaced by
-    ``d``-dimensional ones.
+    ``d``-dimensional ones (``weights``: the constraints' weights, see
+    :func:`_penalty_weights`). One tiled pass over the pairs of rows serves every
+    group and constraint: its cost grows with ``k`` only through the
+    ``k (1 + d)`` columns the kernel tiles multiply.
     """
     counts = stratum.counts
     Z = stratum.X @ V
     U, T = _kernel_group_sums(Z, stratum.onehot, gamma, with_moments=with_grad)
     sums = np.add.reduceat(U, stratum.starts, axis=0)  # S_ab = sum_{i in a, j in b} k_ij
     gram = _mean_embedding_gram(sums, counts)
-    penalty = float(np.sum(stratum.pair_weights * gram))
-    pairwise = _pairwise_from_gram(gram)
+    penalty, C = _penalty_weights(gram, stratum, weights)
     if not with_grad:
-        return penalty, pairwise, None
-    W = stratum.row_weights
+        return penalty, gram, None
+    W = stratum.row_weights if C is stratum.pair_weights else _row_weights(C, stratum)
     G = Z * np.einsum("ib,ib->i", W, U)[:, None] - np.einsum("ib,ibd->id", W, T)
-    return penalty, pairwise, -4.0 * gamma * (stratum.X.T @ G)
+    return penalty, gram, -4.0 * gamma * (stratum.X.T @ G)
 
 
 class _WeightedKernel(NamedTuple):
@@ -272,14 +421,18 @@ class _WeightedKernel(NamedTuple):
     KZZ: np.ndarray
 
 
-def _weighted_kernel(V, stratum, gamma):
-    """The :class:`_WeightedKernel` of ``stratum`` at ``V``."""
+def _weighted_kernel(V, stratum, gamma, C=None):
+    """The :class:`_WeightedKernel` of ``stratum`` at ``V`` for group weights ``C``.
+
+    ``C`` defaults to :attr:`_Stratum.pair_weights` (every constraint weighted 1).
+    """
     Z = stratum.X @ V
     m, d = Z.shape
     K = cdist(Z, Z, "sqeuclidean")
     K *= -gamma
     np.exp(K, out=K)
-    weights = stratum.pair_weights / np.outer(stratum.counts, stratum.counts)
+    C = stratum.pair_weights if C is None else C
+    weights = C / np.outer(stratum.counts, stratum.counts)
     K *= weights[np.ix_(stratum.codes, stratum.codes)]
     KZ = K @ np.column_stack([np.ones(m), Z, (Z[:, :, None] * Z[:, None, :]).reshape(m, d * d)])
     return _WeightedKernel(Z, K, KZ[:, 0], KZ[:, 1 : 1 + d], KZ[:, 1 + d :].reshape(m, d, d))
@@ -506,7 +659,7 @@ def _rff_pairwise(means):
     return ((means[rows] - means[cols]) ** 2).sum(axis=1)
 
 
-def _rff_terms(V, stratum, frequencies, with_grad=True):
+def _rff_terms(V, stratum, frequencies, with_grad=True, weights=None):
     """MMD² terms of one stratum with paired random Fourier features.
 
     With frequencies ``w_1..w_D ~ N(0, I / sigma²)`` the features
@@ -516,7 +669,8 @@ def _rff_terms(V, stratum, frequencies, with_grad=True):
     ``||e_a - e_b||² / D`` of the groups' mean feature vectors ``e_a``, which is
     the mean over frequencies of ``|psi_a(w_l) - psi_b(w_l)|²`` (``psi`` the
     empirical characteristic functions): an unbiased estimate of the exact
-    V-statistic with standard error ``std_l(...) / sqrt(D)``, returned too.
+    V-statistic. The Gram matrix ``e_a^T e_b / D`` of the mean features
+    stands in for that of the mean embeddings (:func:`_exact_terms`).
 
     This is the one random-feature construction of the package: a cos/sin
     pair per frequency carries no random phase, whose extra term
@@ -531,8 +685,7 @@ def _rff_terms(V, stratum, frequencies, with_grad=True):
     Returns
     -------
     penalty : float
-    pairwise : ndarray of shape (k (k - 1) / 2,)
-    pairwise_se : ndarray of shape (k (k - 1) / 2,)
+    gram : ndarray of shape (k, k)
     grad : ndarray of shape (p, d) or None
     """
     counts = stratum.counts
@@ -542,14 +695,11 @@ def _rff_terms(V, stratum, frequencies, with_grad=True):
     Z = (X @ V).astype(np.float32)
     freq = frequencies.astype(np.float32)
     means = _rff_means(Z, counts, freq)
-    C = stratum.pair_weights
     flat = means.reshape(k, 2 * D)
-    penalty = float(np.sum(C * (flat @ flat.T))) / D
-    per_freq = _rff_pairwise(means)
-    pairwise = per_freq.mean(axis=1)
-    pairwise_se = per_freq.std(axis=1, ddof=1) / np.sqrt(D)
+    gram = (flat @ flat.T) / D
+    penalty, C = _penalty_weights(gram, stratum, weights)
     if not with_grad:
-        return penalty, pairwise, pairwise_se, None
+        return penalty, gram, None
     # d penalty / d e_a = (2 / D) sum_b C_ab e_b; chain rule through
     # d cos(w^T z) / dz = -sin(w^T z) w and d sin(w^T z) / dz = cos(w^T z) w.
     coef = ((2.0 / D) * np.einsum("ab,bsl->asl", C, means)).astype(np.float32)
@@ -561,7 +711,7 @@ def _rff_terms(V, stratum, frequencies, with_grad=True):
             sin *= coef[a, 0]
             cos -= sin  # n_a * (d penalty / d z_i) = cos @ freq^T
             grad += X[lo:hi].T @ ((cos @ freq.T).astype(np.float64) / counts[a])
-    return penalty, pairwise, pairwise_se, grad
+    return penalty, gram, grad
 
 
 # --------------------------------------------------------------------------
