@@ -68,9 +68,13 @@ import numpy as np
 import pandas as pd
 from threadpoolctl import threadpool_limits
 
-import fairpca._mmd_objective as mmd_objective
 from fairpca import MMDFairPCA
 from fairpca._kernels import _exact_terms, _qmc_frequencies, _rff_terms, _Stratum
+
+try:
+    import fairpca._mmd_objective as mmd_objective
+except ImportError:  # before 5ce96f6 the penalty lived in fairpca.mmd
+    import fairpca.mmd as mmd_objective
 from fairpca.datasets import load_adult
 from fairpca.datasets._fetch import fetch_file
 from fairpca.datasets._real import _ADULT_NUMERIC
@@ -222,6 +226,7 @@ def main():
     parser.add_argument("--constraint", choices=("one-vs-rest", "pairwise"), default=None)
     parser.add_argument("--min-group-size", type=int, default=None)
     parser.add_argument("--mmd", choices=("auto", "exact", "rff"), default=None)
+    parser.add_argument("--tau", type=float, default=None)
     parser.add_argument("--costs", action="store_true", help="per-evaluation costs only")
     args = parser.parse_args()
     if args.costs:
@@ -245,6 +250,7 @@ def main():
             ("constraint", args.constraint),
             ("min_group_size", args.min_group_size),
             ("mmd", args.mmd),
+            ("tau", args.tau),
         )
         if value is not None
     }

@@ -6,7 +6,9 @@ groups of projected rows ``z_i = V^T x_i`` (Gretton et al., JMLR 13, 2012), as
 used by :func:`fairpca.metrics.mmd2` and :class:`fairpca.MMDFairPCA`:
 
 * exact kernel sums of every row against every group, in symmetric tiles
-  (memory ``O(tile² + n k d)``), and from them every pairwise MMD²;
+  (memory ``O(tile² + n k d)``), and from them the Gram matrix of the groups'
+  mean embeddings, which gives every constraint's MMD² (pairwise or one group
+  against the rest) and its sampling floor;
 * the gradient with respect to ``V`` in closed form (Lee et al., AAAI 2022,
   appendix G), written with ``d``-dimensional projected rows;
 * Hessian-vector products and the dense ``(p d, p d)`` Hessian, with a cost

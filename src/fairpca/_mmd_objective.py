@@ -192,19 +192,22 @@ class _Penalty:
         return _rff_terms(V, stratum, self.frequencies, False)[1]
 
     def report(self, V):
-        """Every constraint at ``V``: ``(labels, MMD² values, allowances)``.
+        """Every constraint at ``V``: ``(labels, MMD² values, allowances, sampling floors)``.
 
         The allowance is the sampling floor of a small constraint and 0 for
         the others; labels carry the stratum's name when there are several.
         """
-        labels, values, allowances = [], [], []
+        labels, values, floors, small = [], [], [], []
         for stratum in self.strata:
             gram = self._gram(V, stratum)
             prefix = f"{stratum.name}: " if len(self.strata) > 1 else ""
             labels += [prefix + label for label in stratum.labels]
             values.append(_constraint_values(gram, stratum))
-            allowances.append(_allowances(gram, stratum))
-        return labels, np.concatenate(values), np.concatenate(allowances)
+            floors.append(_sampling_floors(gram, stratum))
+            small.append(stratum.small)
+        floors = np.concatenate(floors)
+        allowances = np.where(np.concatenate(small), floors, 0.0)
+        return labels, np.concatenate(values), allowances, floors
 
 
 def _allowances(gram, stratum):

@@ -72,6 +72,10 @@ _EPS_MIN_RFF = 1e-5
 #: single-precision features, and accepting them cost COMPAS's six groups 35 evaluations
 #: per step, 300 steps per sub-problem.
 _RFF_MAX_HALVINGS = 12
+#: Outer iterations without a step (at the final tolerance, h > tau) before giving up:
+#: rho has then grown 16-fold with no effect (Adult, ten sex x race groups, tau = 1e-3:
+#: 25 such iterations ran to rho = 1e10 before).
+_STALLED_ITERATIONS = 4
 _EPS_DECAY = 0.1  # (eps_min / eps_start) ** (1 / 5)
 _RHO_GROWTH = 2.0
 _RHO_MAX = 1e10
@@ -116,7 +120,10 @@ def _repms(objective, V, rho, tau, max_iter, log):
     weights of the constraints that hold (:meth:`_Penalty.reweight`). Stop when the
     step ``||V_{k+1} - V_k||_F`` is at most ``_STEP_MIN`` at the final
     tolerance with ``h <= tau``, when the sub-solver cannot move while ``rho``
-    stays the same, or after ``max_iter`` outer iterations. ``log`` receives
+    stays the same, when it has not moved in ``_STALLED_ITERATIONS``
+    consecutive outer iterations at the final tolerance although ``rho``
+    doubled each time (unconverged: ``tau`` is out of its reach), or after
+    ``max_iter`` outer iterations. ``log`` receives
     one message per outer iteration.
 
     Returns ``(V, stopped, n_iter, records)``: the last iterate, whether the
@@ -127,6 +134,7 @@ def _repms(objective, V, rho, tau, max_iter, log):
     eps_min = _EPS_MIN_RFF if objective.penalty.method == "rff" else _EPS_MIN
     records = []
     stopped = False
+    stalled = 0  # consecutive outer iterations without a step while h > tau
     newton = False
     for it in range(1, max_iter + 1):
         objective.rho = rho
@@ -149,6 +157,10 @@ def _repms(objective, V, rho, tau, max_iter, log):
             # rho stays: every later iteration would repeat this one exactly.
             stopped = h <= tau
             log(f"no further progress possible (MMD² {h:.3g}, tau {tau:g})")
+            break
+        stalled = stalled + 1 if step == 0.0 and stuck and h > tau else 0
+        if stalled == _STALLED_ITERATIONS:
+            log(f"no step in {stalled} outer iterations while rho grew (MMD² {h:.3g}, tau {tau:g})")
             break
         eps = max(eps_min, _EPS_DECAY * eps)
         if h > tau:
@@ -320,8 +332,9 @@ class MMDFairPCA(FairPCABase):
         cancel. For 18 rows that *sampling floor* is about 0.04 (COMPAS's
         Native American defendants at the PCA projection), far above the
         default ``tau``; driving such a constraint below it fits the noise of
-        a few rows at the cost of variance (on COMPAS's six race groups, 0.116
-        of the variance kept instead of 0.182, ``benchmarks/mmd_groups.py``).
+        a few rows at the cost of variance (on COMPAS's six race groups, 0.12
+        of the variance kept instead of 0.20: ``benchmarks/mmd_groups.py
+        --cases compas-race`` with and without ``--min-group-size 0``).
         A constraint with a side under ``min_group_size`` rows is therefore
         penalised only above its sampling floor at the current projection
         (a smooth hinge, ``max(0, h - floor)`` rounded over a tenth of the
@@ -329,6 +342,7 @@ class MMDFairPCA(FairPCABase):
         reported in ``constraint_allowances_``. Hessian products are then
         differences of gradients. ``0`` holds every constraint to ``tau``
         itself.
+    bandwidth : "median" or float, default="median"
         RBF bandwidth ``sigma``. ``"median"``: the authors' rule
         ``sigma = sqrt(median_{i<j} ||V_PCA^T (x_i - x_j)||² / 2)`` over all
         training rows (:func:`fairpca.metrics.mmd_bandwidth`, pairs of a seeded
@@ -653,7 +667,7 @@ class MMDFairPCA(FairPCABase):
         # Every product here is small or skinny (p x p eigenproblems, n x d projections,
         # tiles x k(1 + d)): BLAS threads only add synchronisation cost to them.
         with threadpool_limits(limits=1, user_api="blas"):
-            V, stopped = self._solve(X, strata, bandwidth_rows, sigma, tau, seeds, d)
+            V, stopped, active_floor = self._solve(X, strata, bandwidth_rows, sigma, tau, seeds, d)
         active = self.active_constraint_
         excess = self.constraint_values_[active] - self.constraint_allowances_[active]
         self.converged_ = bool(stopped and excess <= tau)
@@ -668,19 +682,33 @@ class MMDFairPCA(FairPCABase):
                 if excess > tau
                 else "the REPMS stopping rule (||V_k+1 - V_k|| <= 1e-6) was not met"
             )
+            if excess > tau and active_floor > tau:
+                reason += (
+                    f" (a random split of the same rows would show about "
+                    f"{active_floor:.3g}: raise min_group_size above its group's rows "
+                    "to hold it only above that floor)"
+                )
+            advice = "Increase max_iter or tau."
+            steps = self.history_["step"][-_STALLED_ITERATIONS:]
+            if len(steps) == _STALLED_ITERATIONS and not steps.any():
+                reason += (
+                    f", and the last {_STALLED_ITERATIONS} outer iterations could not move "
+                    "while the penalty grew"
+                )
+                advice = "This tau may be out of reach for these groups: increase it."
             warn(
                 f"MMDFairPCA did not converge in {self.n_iter_} outer iterations "
-                f"(max_iter={self.max_iter}): {reason}. Increase max_iter or tau.",
+                f"(max_iter={self.max_iter}): {reason}. {advice}",
                 ConvergenceWarning,
             )
         return V.T, None
 
     def _solve(self, X, strata, bandwidth_rows, sigma, tau, seeds, d):
-        """Bandwidth, MMD² evaluator, start and REPMS; return ``(V, stopped)``.
+        """Bandwidth, MMD² evaluator, start and REPMS; return ``(V, stopped, floor)``.
 
         ``strata`` hold the (subsampled) rows of the MMD² terms, ``bandwidth_rows``
         those of the median heuristic (None with a given bandwidth); ``d`` is the
-        target dimension.
+        target dimension; ``floor`` is the sampling floor of the active constraint.
         """
         # Columns in increasing order of eigenvalue, the start REPMS has always used: the
         # subspace found does not depend on the order, but its last digits do.
@@ -735,17 +763,19 @@ class MMDFairPCA(FairPCABase):
             )
             self.history_ = _history(records)
         if method == "exact":
-            labels, values, allowances = penalty.report(V)
+            labels, values, allowances, floors = penalty.report(V)
         else:
             rows = _subsample(fit_strata, CERTIFY_MAX_ROWS, np.random.RandomState(seeds[4]))
-            labels, values, allowances = _Penalty(rows, bandwidth, "exact").report(V)
+            labels, values, allowances, floors = _Penalty(rows, bandwidth, "exact").report(V)
         self.constraint_values_ = dict(zip(labels, values.tolist(), strict=True))
         self.constraint_allowances_ = dict(zip(labels, allowances.tolist(), strict=True))
-        self.active_constraint_ = labels[int(np.argmax(values - allowances))]
+        active = int(np.argmax(values - allowances))
+        self.active_constraint_ = labels[active]
+
         self.constraint_value_ = float(values.max())
         if basis is not None:
             V = basis @ V
-        return V, stopped
+        return V, stopped, float(floors[active])
 
     def _warn_small_groups(self, strata, tau):
         """Name the groups under ``min_group_size`` and how their constraints are judged."""
