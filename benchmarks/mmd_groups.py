@@ -304,7 +304,11 @@ def main():
         "EVR sum",
     ]
     if extra:
-        header += ["active_constraint_", "constraint_values_ (largest 3)"]
+        header += [
+            "active_constraint_",
+            "constraint_values_ (largest 3)",
+            "constraint_allowances_ (non-zero)",
+        ]
     print("| " + " | ".join(header) + " |")
     print("|" + "|".join("---" for _ in header) + "|")
     for name in names:
@@ -328,9 +332,11 @@ def main():
         ]
         if extra:
             active = getattr(est, "active_constraint_", None)
+            allowances = getattr(est, "constraint_allowances_", None) or {}
             row += [
                 "-" if active is None else str(active),
                 top_values(getattr(est, "constraint_values_", None)),
+                top_values({k: v for k, v in allowances.items() if v > 0}, k=10) or "-",
             ]
         print("| " + " | ".join(row) + " |")
 

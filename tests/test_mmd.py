@@ -389,11 +389,11 @@ def test_rff_mode_agrees_with_exact_mode():
 
 
 def test_auto_mode_switches_on_the_number_of_rows():
-    # The cost model's crossover for two groups and d = 1: about 8,400 rows.
-    X, s = make_gaussian_groups(n_samples=8000, n_features=4, random_state=0)
+    # The cost model's crossover for two groups and d = 1: about 2,950 rows.
+    X, s = make_gaussian_groups(n_samples=2800, n_features=4, random_state=0)
     est = MMDFairPCA(n_components=1, tau=0.5).fit(X, sensitive_features=s)
     assert est.mmd_method_ == "exact"
-    X, s = make_gaussian_groups(n_samples=9000, n_features=4, random_state=0)
+    X, s = make_gaussian_groups(n_samples=3100, n_features=4, random_state=0)
     est = MMDFairPCA(n_components=1, tau=0.5).fit(X, sensitive_features=s)
     assert est.mmd_method_ == "rff"
 

@@ -186,13 +186,15 @@ def test_auto_method_follows_the_cost_model():
         counts[0] += m - counts.sum()
         return _Stratum(np.zeros((m, 3)), counts, np.arange(k), "all rows")
 
-    # Exact up to a few thousand rows (COMPAS's 7214 with two groups), random features
-    # beyond, sooner with more groups and dimensions (more columns per kernel tile).
-    assert _cheaper_method([stratum(7214, 2)], 2, 1024) == "exact"
-    assert _cheaper_method([stratum(20000, 2)], 2, 1024) == "rff"
-    assert _cheaper_method([stratum(5000, 10)], 5, 1024) == "rff"
-    assert _cheaper_method([stratum(5000, 10)], 5, 4096) == "exact"
-    assert _cheaper_method([stratum(3000, 2), stratum(3000, 2)], 2, 1024) == "exact"
+    # Exact up to about 2,800 rows with two groups and d = 2, random features beyond
+    # (unless tau < 1e-3, where they cannot certify), sooner with more groups and
+    # dimensions (more columns per kernel tile) and later with more frequencies.
+    assert _cheaper_method([stratum(1727, 2)], 2, 1024, 1e-3) == "exact"  # Lee et al.'s COMPAS
+    assert _cheaper_method([stratum(7214, 2)], 2, 1024, 1e-3) == "rff"
+    assert _cheaper_method([stratum(7214, 2)], 2, 1024, 1e-4) == "exact"
+    assert _cheaper_method([stratum(1300, 10)], 5, 1024, 1e-3) == "rff"
+    assert _cheaper_method([stratum(1300, 10)], 5, 4096, 1e-3) == "exact"
+    assert _cheaper_method([stratum(1500, 2), stratum(1500, 2)], 2, 1024, 1e-3) == "exact"
 
 
 def test_fitted_attributes_say_which_method_and_rows():

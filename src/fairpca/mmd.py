@@ -87,16 +87,23 @@ _INNER_MAX_ITER = 300  # iterations of each sub-solve (the authors' RBFGS limit)
 _CG_THETA = 0.5
 _N_RANDOM_STARTS = 11  # random orthonormal matrices tried by init="random"
 
-# Cost model of mmd="auto", from benchmarks/mmd_groups.py's per-evaluation timings (one
-# BLAS thread): exact kernel sums take (1.3 + 0.04 k (1 + d)) ns per pair of rows (the exp,
-# then the tile products with k (1 + d) columns), random features 3 ns per row and
-# frequency (the single-precision sin and cos). Exact fits also need fewer evaluations:
-# their line searches see no random-feature noise and Newton steps are available
-# (COMPAS, 7214 rows, two groups: 171 evaluations exact, 757 with random features).
+# Cost model of mmd="auto", from benchmarks/mmd_groups.py --costs (one BLAS thread): exact
+# kernel sums take (1.3 + 0.04 k (1 + d)) ns per pair of rows (the exp, then the tile
+# products with k (1 + d) columns), random features 3 ns per row and frequency (the
+# single-precision sin and cos). At tau = 1e-3 random-feature fits took 0.65-0.75 times the
+# evaluations of exact ones (they stop at a gradient of 1e-5, not 1e-6: COMPAS 1727 rows
+# 91 against 122, 7214 rows 111 against 172, six groups 126 against 191); exact sums are
+# kept unless random features are predicted twice as fast, for their exact certificate
+# and Newton steps.
 _EXACT_NS_PER_PAIR = 1.3
 _EXACT_NS_PER_PAIR_COLUMN = 0.04
 _RFF_NS_PER_ROW_FREQUENCY = 3.0
-_RFF_EVALUATIONS_FACTOR = 4.0
+_RFF_EVALUATIONS_FACTOR = 0.7
+_EXACT_PREFERENCE = 2.0
+#: Below this tau mmd="auto" always sums exactly: random-feature fits on Lee et al.'s
+#: COMPAS split ended above tau, unconverged, at tau = 1e-4, 1e-5 and 1e-6 (1.10e-4,
+#: 1.14e-5, 1.14e-5: their estimate errs by ~10 % and is noisy below ~1e-5).
+_RFF_MIN_TAU = 1e-3
 #: With random features, constraint_value_ is the exact MMD² on at most this many rows.
 CERTIFY_MAX_ROWS = 20000
 #: Rows of the median heuristic (the default of ``fairpca.metrics.mmd_bandwidth``).
@@ -329,8 +336,8 @@ class MMDFairPCA(FairPCABase):
         of ``n_A`` and ``n_B`` rows is, when the rows are split at random,
         ``(1 / n_A + 1 / n_B) (1 - kbar)`` on average (``kbar`` the mean kernel
         value between distinct rows): the self-pairs ``k(x, x) = 1`` do not
-        cancel. For 18 rows that *sampling floor* is about 0.04 (COMPAS's
-        Native American defendants at the PCA projection), far above the
+        cancel. For 18 rows that *sampling floor* is about 0.018 (COMPAS's
+        Native American defendants, at the fitted projection), far above the
         default ``tau``; driving such a constraint below it fits the noise of
         a few rows at the cost of variance (on COMPAS's six race groups, 0.12
         of the variance kept instead of 0.20: ``benchmarks/mmd_groups.py
@@ -361,13 +368,15 @@ class MMDFairPCA(FairPCABase):
         functions in single precision. Their MMD² estimate is least accurate
         (relatively) near a fair projection: it cannot certify ``tau`` by itself,
         so ``constraint_value_`` is always recomputed exactly. ``"auto"``:
-        whichever a cost model predicts to fit faster: per evaluation, exact
-        sums cost ``(1.3 + 0.04 k (1 + d))`` ns per pair of rows and random
+        exact whenever ``tau < 1e-3`` (random features cannot certify a
+        tighter one); otherwise by a cost model: per evaluation, exact sums
+        cost ``(1.3 + 0.04 k (1 + d))`` ns per pair of rows and random
         features 3 ns per row and frequency (measured on one core,
-        ``benchmarks/mmd_groups.py``), and a random-feature fit takes about
-        4 times as many evaluations (noisy line searches, no Newton steps).
-        Exact up to about 8,000 rows with two groups and ``d = 2``, about
-        3,500 with 10 groups and ``d = 5``; ``mmd_method_`` says which ran.
+        ``benchmarks/mmd_groups.py --costs``), a random-feature fit takes
+        about 0.7 times as many evaluations, and exact sums are kept unless
+        random features are predicted twice as fast. Exact up to about 2,800
+        rows with two groups and ``d = 2``, about 1,200 with 10 groups and
+        ``d = 5``; ``mmd_method_`` says which ran.
     n_random_features : int, default=1024
         Number ``D`` of frequencies for ``mmd="rff"`` (2 D features).
     max_samples : int or None, default=20000
@@ -711,8 +720,10 @@ class MMDFairPCA(FairPCABase):
         target dimension; ``floor`` is the sampling floor of the active constraint.
         """
         # Columns in increasing order of eigenvalue, the start REPMS has always used: the
-        # subspace found does not depend on the order, but its last digits do.
-        V_pca = top_eigh(sigma, d)[1][:, ::-1]
+        # subspace found does not depend on the order, but its last digits do. The matrix
+        # is brought near unit size by a power of two (exact) first: LAPACK rescales tiny
+        # matrices internally, which would make X * 2^-40 start from another rounding.
+        V_pca = top_eigh(sigma * 2.0 ** -round(np.log2(np.trace(sigma))), d)[1][:, ::-1]
         if bandwidth_rows is not None:
             try:
                 bandwidth = _median_bandwidth(bandwidth_rows @ V_pca)
@@ -737,7 +748,7 @@ class MMDFairPCA(FairPCABase):
         fit_strata = strata
         method = self.mmd
         if method == "auto":
-            method = _cheaper_method(fit_strata, d, self.n_random_features)
+            method = _cheaper_method(fit_strata, d, self.n_random_features, tau)
         self.mmd_method_ = method
         self.mmd_rows_ = sum(st.X.shape[0] for st in fit_strata)
         frequencies = None
@@ -837,18 +848,22 @@ def _history(records):
     }
 
 
-def _cheaper_method(strata, d, n_frequencies):
-    """``"exact"`` or ``"rff"``: whichever the cost model predicts to fit faster.
+def _cheaper_method(strata, d, n_frequencies, tau):
+    """``"exact"`` or ``"rff"`` for ``mmd="auto"``, by predicted cost and ``tau``.
 
-    Per evaluation, exact kernel sums cost about ``m² / 2`` kernel values and
+    Exact below ``_RFF_MIN_TAU``, where random features cannot certify. Else,
+    per evaluation, exact kernel sums cost about ``m² / 2`` kernel values and
     tile products with ``k (1 + d)`` columns, random features ``m D`` sines
-    and cosines; random-feature fits take about ``_RFF_EVALUATIONS_FACTOR``
-    times as many evaluations. Summed over the strata (``m`` rows, ``k``
-    groups each).
+    and cosines, and random-feature fits take about
+    ``_RFF_EVALUATIONS_FACTOR`` times as many evaluations; exact unless random
+    features are predicted ``_EXACT_PREFERENCE`` times faster. Summed over the
+    strata (``m`` rows, ``k`` groups each).
     """
+    if tau < _RFF_MIN_TAU:
+        return "exact"
     exact = rff = 0.0
     for stratum in strata:
         m, k = stratum.X.shape[0], len(stratum.counts)
         exact += m * m * (_EXACT_NS_PER_PAIR + _EXACT_NS_PER_PAIR_COLUMN * k * (1 + d))
         rff += _RFF_EVALUATIONS_FACTOR * _RFF_NS_PER_ROW_FREQUENCY * m * n_frequencies
-    return "exact" if exact <= rff else "rff"
+    return "exact" if exact <= _EXACT_PREFERENCE * rff else "rff"
