@@ -12,18 +12,31 @@ objectives the two parametrisations reach. The complement parametrisation
 costs O(p^2 (p - d)) a step (about an hour per fit at p = 576); above
 ``--complement-max-p`` its time is extrapolated from two short runs
 (``fit time = a + b T``, marked ``*``), and the objectives are compared on
-those short runs.
+those short runs. Since runs stop once they can no longer improve the answer,
+that extrapolation (every start taking all T steps) is an upper bound.
 
 BLAS is limited to ``--threads`` threads (default 1) for PCA and RFPCA alike,
 so that the ratio is not an artefact of thread contention on a shared machine.
+
+With ``--scale`` it instead times whole fits at scale, on the two-group data
+of ``benchmarks/run.py`` (n = 10^6 rows by default, p in 20 and 100, d = 5):
+scikit-learn's ``PCA(n_components=5, svd_solver="covariance_eigh").fit``,
+``RobustFairPCA(n_components=5, random_state=0).fit``, and the same fit with
+every start run for the full budget (the private switch
+``fairpca.robust._STOP_EARLY`` off: the answer early stopping must reproduce).
+It prints median CPU times (one BLAS thread, ``--repeats`` interleaved runs),
+the ratios to PCA and between the two RobustFairPCA fits, the steps taken and
+the relative difference of their objectives.
 
 Usage::
 
     python benchmarks/robust.py            # p in 10, 24, 48, 96, 192, 384, 576
     python benchmarks/robust.py --quick    # p in 10, 48, 192, 576
+    python benchmarks/robust.py --scale    # n = 10^6, p in 20, 100 (--n, --repeats)
 """
 
 import argparse
+import time
 import warnings
 
 import numpy as np
@@ -34,6 +47,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_limits
 
+import fairpca.robust
 from fairpca.robust import RobustFairPCA
 
 GRIDS = {
@@ -96,9 +110,69 @@ def timed_fit(X, s, n_iter, parametrization, repeat=1):
     return best_time(fit, repeat)
 
 
+def robust_fit(X, s, stop_early):
+    """``RobustFairPCA(n_components=5).fit``, its runs stopped early or not."""
+    default = fairpca.robust._STOP_EARLY
+    fairpca.robust._STOP_EARLY = stop_early
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            return RobustFairPCA(n_components=5, random_state=0).fit(X, sensitive_features=s)
+    finally:
+        fairpca.robust._STOP_EARLY = default
+
+
+def median_cpu_times(fits, repeats):
+    """Median CPU time of each fit over ``repeats`` interleaved rounds, and its last result."""
+    times, results = {name: [] for name in fits}, {}
+    for _ in range(repeats):
+        for name, fit in fits.items():
+            start = time.process_time()
+            results[name] = fit()
+            times[name].append(time.process_time() - start)
+    return {name: float(np.median(t)) for name, t in times.items()}, results
+
+
+def scale_main(n, repeats):
+    """Whole fits at n rows, p in (20, 100): RobustFairPCA against PCA, with and without stops."""
+    from run import _memory_data  # the scale grid's data (sibling module)
+
+    print(
+        f"n = {n:.0e}, d = 5, two groups (benchmarks/run.py data, seed 0); CPU time, one BLAS "
+        f"thread, median of {repeats} interleaved runs"
+    )
+    print(
+        f"{'p':>4s} {'PCA s':>8s} {'RFPCA s':>8s} {'ratio':>6s} {'full-budget s':>14s} "
+        f"{'ratio':>6s} {'speed-up':>9s} {'steps':>13s} {'rel. objective diff':>20s}"
+    )
+    with threadpool_limits(limits=1, user_api="blas"):
+        for p in (20, 100):
+            X, s = _memory_data(n, p, 0)
+            fits = {
+                "pca": lambda X=X: PCA(n_components=5, svd_solver="covariance_eigh").fit(X),
+                "stopped": lambda X=X, s=s: robust_fit(X, s, True),
+                "full": lambda X=X, s=s: robust_fit(X, s, False),
+            }
+            med, fitted = median_cpu_times(fits, repeats)
+            stopped, full = fitted["stopped"], fitted["full"]
+            steps = stopped.n_iter_per_start_
+            diff = abs(stopped.objective_ - full.objective_) / abs(full.objective_)
+            print(
+                f"{p:4d} {med['pca']:8.3f} {med['stopped']:8.3f} "
+                f"{med['stopped'] / med['pca']:6.2f} {med['full']:14.3f} "
+                f"{med['full'] / med['pca']:6.2f} {med['full'] / med['stopped']:8.2f}x "
+                f"{f'{steps.sum()}/{steps.size * stopped.n_iter}':>13s} {diff:20.1e}",
+                flush=True,
+            )
+            del X, s, fits, fitted
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="4 sizes only")
+    parser.add_argument("--scale", action="store_true", help="fits at n rows, p in 20 and 100")
+    parser.add_argument("--n", type=float, default=1e6, help="rows for --scale")
+    parser.add_argument("--repeats", type=int, default=5, help="interleaved runs for --scale")
     parser.add_argument("--threads", type=int, default=1, help="BLAS threads (0: no limit)")
     parser.add_argument("--n-iter", type=int, default=1000)
     parser.add_argument(
@@ -108,6 +182,9 @@ def main():
         help="largest p fitted in full with the complement form (default 96, quick 48)",
     )
     args = parser.parse_args()
+    if args.scale:
+        scale_main(int(args.n), args.repeats)
+        return
     sizes = QUICK_SIZES if args.quick else tuple(GRIDS)
     complement_max_p = args.complement_max_p or (48 if args.quick else 96)
     faces = load_faces()

@@ -261,9 +261,10 @@ def test_batched_descent_equals_step_by_step_reference(parametrization, k, scale
     problem = _Problem(M, prop, eps, lam)
     r = d if parametrization == "direct" else p - d
     starts = np.stack([_orthonormal(rng, p, r) for _ in range(3)])
-    points, values, history = robust._subgradient_descent(
-        starts, problem, parametrization, "qr", n_iter
+    points, values, history, n_steps = robust._subgradient_descent(
+        starts, problem, parametrization, "qr", n_iter, stop_early=False
     )
+    np.testing.assert_array_equal(n_steps, n_iter)
     for i in range(len(starts)):
         point, value, steps = _reference_descent(
             starts[i], M, prop, eps, lam, n_iter, parametrization
@@ -271,6 +272,15 @@ def test_batched_descent_equals_step_by_step_reference(parametrization, k, scale
         np.testing.assert_allclose(history[i], steps, rtol=1e-12)
         assert values[i] == pytest.approx(value, rel=1e-12)
         np.testing.assert_allclose(points[i], point, rtol=0, atol=1e-11)
+    # Stopping early only truncates runs: what each run did compute is the same.
+    _, _, stopped, n_stopped = robust._subgradient_descent(
+        starts, problem, parametrization, "qr", n_iter
+    )
+    for i in range(len(starts)):
+        np.testing.assert_allclose(
+            stopped[i, : n_stopped[i] + 1], history[i, : n_stopped[i] + 1], rtol=1e-12
+        )
+        assert np.all(np.isnan(stopped[i, n_stopped[i] + 1 :]))
 
 
 def test_blas_limit_skipped_only_for_small_products():
@@ -280,6 +290,194 @@ def test_blas_limit_skipped_only_for_small_products():
     assert isinstance(robust._single_blas_thread(np.zeros((21, 20, 5)), 2), contextlib.nullcontext)
     with robust._single_blas_thread(np.zeros((21, 100, 5)), 2) as limiter:
         assert isinstance(limiter, threadpool_limits)
+
+
+# ----------------------------------------------------------------------------- stopping early
+
+
+def _shifted_groups(n, p, seed):
+    """Unstandardised groups with their own column scales and means (as benchmarks/run.py)."""
+    rng = np.random.default_rng(seed)
+    s = (rng.random(n) < 0.3).astype(int)
+    scales, means = rng.uniform(0.5, 2.0, size=(2, p)), rng.normal(size=(2, p))
+    return rng.standard_normal((n, p)) * scales[s] + means[s], s
+
+
+def test_lowest_reachable_on_model_sequences():
+    memory = robust._STOP_WINDOW + robust._STOP_MAX_PERIOD
+    kappa, remaining = robust._STOP_SAFETY, 500
+    steps = np.arange(memory, dtype=float)
+    recent = np.stack(
+        [
+            np.full(memory, 2.0),  # a fixed point
+            np.resize([3.0, 1.0, 2.0], memory),  # a cycle of three steps
+            10.0 - 1e-3 * steps,  # a steady descent
+            np.resize([5.0, 1.0, 4.0, 2.0, 3.0, 6.0, 7.0, 8.0, 9.0], memory),  # period 9 > P_max
+        ]
+    )
+    floor = robust._lowest_reachable(recent, remaining)
+    assert floor[0] == 2.0
+    assert floor[1] == 1.0
+    # Best bound for a steady descent: one step at a time, the pace extrapolated.
+    assert floor[2] == pytest.approx(recent[2, -1] - kappa * 1e-3 * remaining, rel=1e-12)
+    assert floor[3] < 1.0 - 10.0  # not recognised as a cycle: no useful bound
+    # Fewer remaining steps, higher bound; none left: the current low.
+    assert robust._lowest_reachable(recent, 10)[2] > floor[2]
+    assert robust._lowest_reachable(recent, 0)[2] == recent[2, -1]
+
+
+def test_quick_bound_never_rules_out_a_run_the_full_rule_would_stop():
+    rng = np.random.default_rng(4)
+    memory = robust._STOP_WINDOW + robust._STOP_MAX_PERIOD
+    for _ in range(300):
+        period = int(rng.integers(1, 12))
+        cycles = np.tile(rng.standard_normal((5, period)), memory)[:, :memory]
+        noise = 10.0 ** rng.uniform(-12, 0) * rng.standard_normal((5, memory)).cumsum(axis=1)
+        recent = cycles + noise
+        remaining = int(rng.integers(0, 2000))
+        upper = robust._reachable_upper_bound(recent, remaining)
+        assert np.all(upper >= robust._lowest_reachable(recent, remaining))
+
+
+def test_hopeless_stalls_the_leader_and_prunes_followers_that_cannot_catch_up():
+    memory = robust._STOP_WINDOW + robust._STOP_MAX_PERIOD
+    rng = np.random.default_rng(0)
+    leader = 1.0
+    recent = np.stack(
+        [
+            np.full(memory, leader),  # the leader, at a fixed point: stalled
+            np.resize([1.5, 1.2], memory),  # a 2-cycle above the leader
+            1.0 + np.abs(rng.normal(0.0, 0.2, memory)),  # zigzagging: it may yet win
+            1.2 - 1e-6 * np.arange(memory),  # creeping down, far behind
+            1.0 + 1e-3 - 1e-6 * np.arange(memory),  # creeping down, close enough to win
+        ]
+    )
+    stop = robust._hopeless(recent, 900, leader)
+    np.testing.assert_array_equal(stop, [True, True, False, True, False])
+    # A leader still improving is not stalled.
+    assert not robust._hopeless(recent[3:4] - 0.2 - 1e-6 * 40, 900, recent[3, -1] - 0.2)[0]
+
+
+@pytest.mark.parametrize("r", [3, robust._ROW_SUBSTITUTION_MAX_RANK + 2])
+def test_solve_lower_solves_without_inverting(r, monkeypatch):
+    rng = np.random.default_rng(12)
+    B = rng.standard_normal((4, r, 9))
+    A = rng.standard_normal((4, r, r))
+    L = np.linalg.cholesky(A @ A.transpose(0, 2, 1) + np.eye(r))
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("an explicit inverse was formed")
+
+    expected = np.linalg.solve(L, B)
+    monkeypatch.setattr(np.linalg, "inv", forbidden)
+    X = robust._solve_lower(L, B)
+    np.testing.assert_allclose(X, expected, rtol=0, atol=1e-13)
+    np.testing.assert_allclose(L @ X, B, rtol=0, atol=1e-13)
+
+
+@pytest.mark.parametrize("r", [2, 5, robust._ROW_SUBSTITUTION_MAX_RANK + 3])
+def test_cholesky_qr_equals_householder_qr_with_positive_r(r, monkeypatch):
+    rng = np.random.default_rng(13)
+    p = 2 * r + 3
+    Xt = np.stack([_orthonormal(rng, p, r).T for _ in range(3)])
+    G = rng.standard_normal(Xt.shape)
+    xi_t = robust._tangent_rows(Xt, G)
+    xi_t /= np.linalg.norm(xi_t, axis=(1, 2), keepdims=True)
+    calls = []
+    householder = robust._qr_factor
+
+    def spy(Y):
+        calls.append(Y.shape)
+        return householder(Y)
+
+    monkeypatch.setattr(robust, "_qr_factor", spy)
+    for size, householder_used in ((0.05, False), (3.0, False), (20.0, True)):
+        calls.clear()
+        Yt = Xt + size * xi_t
+        Qt = robust._cholesky_qr_rows(Yt)
+        assert bool(calls) == householder_used
+        expected = householder(Yt.transpose(0, 2, 1)).transpose(0, 2, 1)
+        np.testing.assert_allclose(Qt, expected, rtol=0, atol=1e-13)
+        gram = Qt @ Qt.transpose(0, 2, 1)
+        np.testing.assert_allclose(gram, np.broadcast_to(np.eye(r), gram.shape), atol=1e-13)
+
+
+def _test_problems():
+    """Problems of the tests and of the regression anchor, plus benchmark-like data."""
+    from fairpca.datasets import make_mmd_synthetic1
+
+    X, s = make_gaussian_groups(n_samples=400, n_features=6, random_state=0)
+    X = StandardScaler().fit_transform(X)
+    X3, s3 = make_gaussian_groups(n_samples=450, n_features=6, n_groups=3, random_state=1)
+    X3 = StandardScaler().fit_transform(X3)
+    return {
+        "gaussian lam=0": (X, s, {"lam": 0.0, "alpha": 0.0}),
+        "gaussian lam=0.5": (X, s, {}),
+        "gaussian lam=1": (X, s, {"lam": 1.0}),
+        "three groups": (X3, s3, {"lam": 0.3}),
+        "regression two_groups": (
+            *make_gaussian_groups(n_samples=300, n_features=6, random_state=0),
+            {},
+        ),
+        "regression three_groups": (
+            *make_gaussian_groups(n_samples=360, n_features=8, n_groups=3, random_state=1),
+            {},
+        ),
+        "regression mmd_synthetic1": (*make_mmd_synthetic1(n_per_group=60, random_state=2), {}),
+        "shifted groups p=40": (*_shifted_groups(3000, 40, 0), {"n_components": 5}),
+        "shifted groups p=100": (*_shifted_groups(3000, 100, 0), {"n_components": 5}),
+    }
+
+
+PROBLEMS = _test_problems()
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("name", list(PROBLEMS))
+@pytest.mark.parametrize("n_iter", [100, 1000])
+def test_stopping_early_leaves_the_answer_unchanged(name, n_iter, monkeypatch):
+    X, s, params = PROBLEMS[name]
+    params = {"n_components": 2, **params, "n_iter": n_iter, "random_state": 0}
+    stopped = RobustFairPCA(**params).fit(X, sensitive_features=s)
+    monkeypatch.setattr(robust, "_STOP_EARLY", False)
+    full = RobustFairPCA(**params).fit(X, sensitive_features=s)
+    np.testing.assert_array_equal(full.n_iter_per_start_, n_iter)
+    assert stopped.objective_ == pytest.approx(full.objective_, rel=1e-8)
+    assert stopped.converged_ == full.converged_
+    # The same run wins, and what it computed before stopping is what it computes in full.
+    np.testing.assert_allclose(
+        stopped.history_, full.history_[: stopped.n_iter_ + 1], rtol=1e-12, atol=0
+    )
+    assert stopped.n_iter_ <= n_iter and stopped.history_.shape == (stopped.n_iter_ + 1,)
+    assert stopped.objective_ == pytest.approx(stopped.history_.min(), rel=1e-12)
+    if name.startswith("shifted") and n_iter == 1000:
+        # Where the descent drifts away from its best point, nearly every step is saved.
+        assert stopped.n_iter_per_start_.sum() < 0.2 * full.n_iter_per_start_.sum()
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_short_budgets_and_a_single_start(monkeypatch):
+    X, s = _shifted_groups(3000, 40, 0)
+    # The rule needs the last 40 values: a shorter budget runs in full.
+    short = RobustFairPCA(n_components=5, n_iter=39, random_state=0).fit(X, sensitive_features=s)
+    np.testing.assert_array_equal(short.n_iter_per_start_, 39)
+    # One run: only the stall test applies to it.
+    alone = RobustFairPCA(n_components=5, n_restarts=0).fit(X, sensitive_features=s)
+    monkeypatch.setattr(robust, "_STOP_EARLY", False)
+    full = RobustFairPCA(n_components=5, n_restarts=0).fit(X, sensitive_features=s)
+    assert alone.n_iter_per_start_.shape == (1,) and alone.n_iter_ < 1000
+    assert alone.objective_ == pytest.approx(full.objective_, rel=1e-8)
+
+
+def test_stopping_is_logged(caplog):
+    X, s = _shifted_groups(3000, 40, 0)
+    with caplog.at_level(logging.INFO, logger="fairpca.robust"):
+        est = RobustFairPCA(n_components=5, verbose=True, random_state=0).fit(
+            X, sensitive_features=s
+        )
+    assert any("stopped" in r.message for r in caplog.records)
+    total = f"{est.n_iter_per_start_.sum()} of {21 * 1000} steps taken"
+    assert any(total in r.message for r in caplog.records)
 
 
 # ----------------------------------------------------------------------------- the estimator
@@ -298,7 +496,10 @@ def test_remark_3_4_gives_vanilla_pca(data):
     rng = np.random.default_rng(0)
     starts = np.stack([_orthonormal(rng, X.shape[1], 2) for _ in range(3)])
     # (The eigengap of this data is small, 1.148 vs 1.055: convergence is slow.)
-    points, values, _ = robust._subgradient_descent(starts, problem, "direct", "qr", 3000)
+    # Every run to the end (pruning would stop the runs that cannot overtake the leader).
+    points, values, _, _ = robust._subgradient_descent(
+        starts, problem, "direct", "qr", 3000, stop_early=False
+    )
     optimum = np.sum(np.linalg.eigvalsh(np.cov(X.T, bias=True))[:-2])
     for V, value in zip(points, values, strict=True):
         assert subspace_distance(V, pca.components_.T) < 1e-3
@@ -319,7 +520,9 @@ def test_objective_not_worse_than_pca_and_improves_on_it(data):
     assert at_est == pytest.approx(est.objective_, rel=1e-10)
     assert est.objective_ < at_pca - 1e-3
     assert est.objective_ == pytest.approx(est.history_.min(), rel=1e-12)
-    assert est.history_.shape == (est.n_iter + 1,)
+    assert est.history_.shape == (est.n_iter_ + 1,)
+    assert est.n_iter_per_start_.shape == (est.n_restarts + 1,)
+    assert est.n_iter_ in est.n_iter_per_start_ and est.n_iter_per_start_.max() <= est.n_iter
     np.testing.assert_allclose(
         est.radii_, 0.15 / np.sqrt(np.bincount(np.unique(s, return_inverse=True)[1]))
     )
