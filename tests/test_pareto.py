@@ -8,6 +8,7 @@ from scipy.optimize import minimize
 from sklearn.decomposition import PCA
 from sklearn.exceptions import ConvergenceWarning
 
+import fairpca._pareto_descent as descent
 import fairpca.pareto as pareto
 from fairpca._linalg import top_eigh
 from fairpca.datasets import make_gaussian_groups
@@ -133,7 +134,7 @@ def test_direction_lemma1_and_independent_qp(seed):
     rng = np.random.default_rng(seed)
     m = int(rng.integers(2, 8))
     G = random_gradients(rng, m)
-    D, lam = pareto._pareto_direction(G)
+    D, lam = descent._pareto_direction(G)
     assert np.all(lam >= 0) and lam.sum() == pytest.approx(1.0)
     np.testing.assert_allclose(D, -np.tensordot(lam, G, axes=1), atol=1e-12)
     # Lemma 1: <D, G_i> <= -|D|^2 for every objective.
@@ -154,7 +155,7 @@ def test_min_norm_weights_against_brute_force(seed):
     for m, steps in ((2, 20000), (3, 600)):
         flat = random_gradients(rng, m).reshape(m, -1)
         gram = flat @ flat.T
-        lam = pareto._min_norm_weights(gram)
+        lam = descent._min_norm_weights(gram)
         ours = lam @ gram @ lam
         brute = brute_force_min_norm(gram, steps)
         assert ours <= brute + 1e-12 * gram.max()
@@ -166,22 +167,22 @@ def test_two_objective_closed_form_matches_qp(seed):
     rng = np.random.default_rng(200 + seed)
     flat = random_gradients(rng, 2).reshape(2, -1)
     gram = flat @ flat.T
-    closed = pareto._min_norm_weights(gram)
-    qp = pareto._min_norm_weights_qp(gram)
+    closed = descent._min_norm_weights(gram)
+    qp = descent._min_norm_weights_qp(gram)
     np.testing.assert_allclose(closed @ flat, qp @ flat, atol=1e-10 * np.abs(flat).max())
 
 
 def test_every_direction_of_a_fit_satisfies_lemma1(monkeypatch):
     """Spy on the directions computed during real fits (with their normalised gradients)."""
     calls = []
-    original = pareto._pareto_direction
+    original = descent._pareto_direction
 
     def spy(gradients, start=None):
         D, lam = original(gradients, start)
         calls.append((gradients, D))
         return D, lam
 
-    monkeypatch.setattr(pareto, "_pareto_direction", spy)
+    monkeypatch.setattr(descent, "_pareto_direction", spy)
     X2, s2 = make_gaussian_groups(n_samples=400, n_features=8, random_state=3)
     X3, s3 = three_groups(seed=4)
     for X, s, kind in ((X2, s2, "pairwise"), (X3, s3, "pairwise"), (X3, s3, "single")):
