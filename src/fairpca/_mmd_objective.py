@@ -69,6 +69,7 @@ class _Penalty:
         self.method = method
         self.frequencies = frequencies
         self.weights = [None] * len(strata)  # per stratum: None (all 1) or (constraints,)
+        self._last_excess = (None, None)  # (key of V, excess per stratum) of the last call
         # (key of V, [_WeightedKernel per stratum], dense Hessian or None, products before it pays)
         self._kernels = (None, None, None, 0)
 
@@ -153,7 +154,7 @@ class _Penalty:
 
     def __call__(self, V, with_grad=True):
         """Return ``(penalty, largest excess, gradient or None)``."""
-        penalty, largest = 0.0, 0.0
+        penalty, excess = 0.0, []
         grad = np.zeros_like(V) if with_grad else None
         for stratum, weights in zip(self.strata, self.weights, strict=True):
             if self.method == "exact":
@@ -161,10 +162,11 @@ class _Penalty:
             else:
                 pen, gram, g = _rff_terms(V, stratum, self.frequencies, with_grad, weights)
             penalty += pen
-            largest = max(largest, float(_excess(gram, stratum).max()))
+            excess.append(_excess(gram, stratum))
             if with_grad:
                 grad += g
-        return penalty, largest, grad
+        self._last_excess = (V.tobytes(), excess)  # for reweight at an accepted iterate
+        return penalty, max(float(e.max()) for e in excess), grad
 
     def reweight(self, V, tau):
         """Halve the weights of the constraints that hold at ``V`` if any is violated.
@@ -172,7 +174,9 @@ class _Penalty:
         Returns whether any weight changed (the penalty is then a new function,
         and every cache of it stale). Weights stop at ``2^-60``.
         """
-        excess = [_excess(self._gram(V, st), st) for st in self.strata]
+        key, excess = self._last_excess
+        if key != V.tobytes():
+            excess = [_excess(self._gram(V, st), st) for st in self.strata]
         if max(float(e.max()) for e in excess) <= tau:
             return False
         changed = False
