@@ -68,13 +68,11 @@ _EPS_MIN = 1e-6  # final sub-problem gradient tolerance
 _EPS_MIN_RFF = 1e-5
 #: Step halvings of a line search with random features. Their cost is noisy at ~1e-7
 #: relative, so a direction whose Armijo test still fails at 2^-12 of its first step is
-#: lost in that noise; halving on (to 2^-40) ends at steps too short to change the
-#: single-precision features, and accepting them cost COMPAS's six groups 35 evaluations
-#: per step, 300 steps per sub-problem.
+#: lost in that noise; halving on only ends at steps too short to change the
+#: single-precision features, accepted at the price of dozens of evaluations each.
 _RFF_MAX_HALVINGS = 12
 #: Outer iterations without a step (at the final tolerance, h > tau) before giving up:
-#: rho has then grown 16-fold with no effect (Adult, ten sex x race groups, tau = 1e-3:
-#: 25 such iterations ran to rho = 1e10 before).
+#: rho has then grown 16-fold with no effect.
 _STALLED_ITERATIONS = 4
 _EPS_DECAY = 0.1  # (eps_min / eps_start) ** (1 / 5)
 _RHO_GROWTH = 2.0
@@ -87,22 +85,20 @@ _INNER_MAX_ITER = 300  # iterations of each sub-solve (the authors' RBFGS limit)
 _CG_THETA = 0.5
 _N_RANDOM_STARTS = 11  # random orthonormal matrices tried by init="random"
 
-# Cost model of mmd="auto", from benchmarks/mmd_groups.py --costs (one BLAS thread): exact
-# kernel sums take (1.3 + 0.04 k (1 + d)) ns per pair of rows (the exp, then the tile
-# products with k (1 + d) columns), random features 3 ns per row and frequency (the
-# single-precision sin and cos). At tau = 1e-3 random-feature fits took 0.65-0.75 times the
-# evaluations of exact ones (they stop at a gradient of 1e-5, not 1e-6: COMPAS 1727 rows
-# 91 against 122, 7214 rows 111 against 172, six groups 126 against 191); exact sums are
-# kept unless random features are predicted twice as fast, for their exact certificate
-# and Newton steps.
+# Cost model of mmd="auto" (the measurements are in benchmarks/results.md, "MMDFairPCA
+# with many groups"): exact kernel sums cost (1.3 + 0.04 k (1 + d)) ns per pair of rows
+# (the exp, then the tile products with k (1 + d) columns), random features 3 ns per row
+# and frequency (the single-precision sin and cos), and random-feature fits take about
+# 0.7 times the evaluations of exact ones (they stop at a gradient of 1e-5, not 1e-6).
+# Exact sums are kept unless random features are predicted twice as fast, for their
+# exact certificate and Newton steps.
 _EXACT_NS_PER_PAIR = 1.3
 _EXACT_NS_PER_PAIR_COLUMN = 0.04
 _RFF_NS_PER_ROW_FREQUENCY = 3.0
 _RFF_EVALUATIONS_FACTOR = 0.7
 _EXACT_PREFERENCE = 2.0
-#: Below this tau mmd="auto" always sums exactly: random-feature fits on Lee et al.'s
-#: COMPAS split ended above tau, unconverged, at tau = 1e-4, 1e-5 and 1e-6 (1.10e-4,
-#: 1.14e-5, 1.14e-5: their estimate errs by ~10 % and is noisy below ~1e-5).
+#: Below this tau mmd="auto" always sums exactly: the random-feature estimate errs by
+#: ~10 % near the constraint and is noisy below ~1e-5, so tighter fits end above tau.
 _RFF_MIN_TAU = 1e-3
 #: With random features, constraint_value_ is the exact MMD² on at most this many rows.
 CERTIFY_MAX_ROWS = 20000
