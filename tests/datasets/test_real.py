@@ -532,7 +532,9 @@ def test_pinned_checksums_are_those_of_the_data_readme():
     for line in (_data() / "SHA256SUMS.txt").read_text().splitlines():
         digest, name = line.split()
         listed[name] = digest
-    assert len(_fetch.FILES) == 22
+    authors = [path for path in _fetch.FILES if path.startswith("authors/")]
+    assert len(_fetch.FILES) - len(authors) == 22
+    assert len(authors) == 60  # Lee et al.'s ten train/test splits of three data sets
     for relpath, entry in _fetch.FILES.items():
         assert entry.path == relpath
         assert listed[relpath] == entry.sha256, relpath

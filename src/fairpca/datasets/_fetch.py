@@ -68,6 +68,73 @@ class DataFile:
     url: str | None
 
 
+# Lee et al.'s (AAAI 2022) ten train/test splits of COMPAS, German credit and Adult, byte for
+# byte from their repository nick-jhlee/fair-manifold-pca (commit cbd5c305ca40f380707c92f5cfd9
+# df128e17017a, datasets/<Folder>/); registered without a URL: placed by hand.
+_LEE2022_AUTHORS_SHA256 = {
+    "COMPAS/train_0.csv": "a31668336c0f2b868b28bf049a11846db11538b09f7e242c662c69ce76e6725f",
+    "COMPAS/train_1.csv": "f46a859ba4d4a1ae1a9c3273d7dacb8a761a7d1f7448d3be1b546c93478b1b97",
+    "COMPAS/train_2.csv": "2b3da8cf37ea5416fb37ee14649622603b36ffa3660b0362f1d214cf0f0de5e6",
+    "COMPAS/train_3.csv": "aa167e1d66a2a17a9985723ecb6282f177a78057644b8bd7b2edf905117b4071",
+    "COMPAS/train_4.csv": "4a1b60eca14f1ee7b9e16431a2e0174ae22137b39b6242dd4f0b353277db7178",
+    "COMPAS/train_5.csv": "95afe84136d2bc5f3b04fb9b54e42efbcfe2e0f2b1dafff0f9d3c09994d89449",
+    "COMPAS/train_6.csv": "805d0730dcfec8c8a8bd46e36f2f5761d91a32306590cbc61f46db0fb816ca88",
+    "COMPAS/train_7.csv": "d2ac95684b2c3bc5b8210bdc01a29dd67ad41c42df34e6d0caa945cd59c469dd",
+    "COMPAS/train_8.csv": "63f946d6a221dc93ec1fbcc4add75d383ffd045a7e25826061aaa8fc609ce5a3",
+    "COMPAS/train_9.csv": "dcb28637d60dce4ae3ac62c7478ec7cadb376a862579693b9d3a042cc14f1b17",
+    "COMPAS/test_0.csv": "f80253b7b07c1f50bfd2d871e0fdee8b81bb990969645304b6c5c0c45708a482",
+    "COMPAS/test_1.csv": "c1f7bc6de11466988933e931d86e0efa2b1301f235475d8726865335f41ca32e",
+    "COMPAS/test_2.csv": "75dd462e70a65167e317efc4d484db1fbe99883f571846719cb09e23db52ea0e",
+    "COMPAS/test_3.csv": "85c348f0f2ad7f79e3c2c4f9b677b40c379a4d7b1630254b1b5e630581b70c7b",
+    "COMPAS/test_4.csv": "8679aaacf36e1f4df67cb925f6b860643ee1596c4012824a35293cef89d42f93",
+    "COMPAS/test_5.csv": "0bba33fcd7c38448fe2b6474649428c90734afd00a77625959b6ed0d84bacf9d",
+    "COMPAS/test_6.csv": "61ad1d8aa522f8153f5358501114fc4ab33c67890a194a712377356a5f8096ee",
+    "COMPAS/test_7.csv": "0ea5cb0011941287b87df71327bcd212c84224568aa3a9398e0b07b7d27f6f48",
+    "COMPAS/test_8.csv": "b4674f63079dd47f4b2b07566bbad879755861bb4036f2fc2df3ca15b1d5aea5",
+    "COMPAS/test_9.csv": "d8db06c5753e1e5bbe3f8c76eed4066b775483dc617064e7b26afa35667df561",
+    "German/train_0.csv": "4f27915ea8c13c9951d820e4f04d9ce6417a865fbddf8bfbe95bc7c69a612201",
+    "German/train_1.csv": "b10673aaedb72db30bf77e656f7120215b468382edba13304831490d125c11a6",
+    "German/train_2.csv": "cfedf6852023636bf5b99b3b06273dcd0df256b1fef9d0934344d0a975e572b9",
+    "German/train_3.csv": "1393507a1876e931a2b2b1e14b5212169fe34f973bc6ba712e80031473a1e847",
+    "German/train_4.csv": "c6b43b22c8c6b395419e900d8582df1462082df52e85f3c25a5d7f9a0486dc84",
+    "German/train_5.csv": "6d63bd545e989d1dc3471536fc30d3307a2dbd5f38133ec6defb2cc2da951fa1",
+    "German/train_6.csv": "f7a2e6572419c02924b687d1f1e265dae2b81a2aadd2a39dcde2759277ba236e",
+    "German/train_7.csv": "69513d2a02ee5bd2ad416760053bc4e641221b86ae6c6f85ff79a0ae41caae4d",
+    "German/train_8.csv": "aef6195d2d188e3fcc9d4a7b857fc2372662d82710181a60f42ff709c593a0a6",
+    "German/train_9.csv": "a1a5a75bf4f4972831e5a000f3cad2803a47a38a219a8d5587bdb8df0a2ea004",
+    "German/test_0.csv": "4d9ff7918187d6cf323e996d1ad830d9c084590179757a3de49cabb07b50e191",
+    "German/test_1.csv": "36ce24c8007e14734b8a647a9df3fbdfd826e0e368f64b00436f991cacd2c43b",
+    "German/test_2.csv": "17d55263af4b7e93b1a71a2e0656bd9114381d9bc68a0aedb3188e8f3ea136de",
+    "German/test_3.csv": "80c9ae61aefdcf3ca361f6105447a824fc33ac96d5aaca6585607ae0de284f86",
+    "German/test_4.csv": "a287727a4f87aac5901c4cf632e875b119cee29e29cfe1ae928dc8f561bbd928",
+    "German/test_5.csv": "61d05aa179fa08a453f282d12258b84e7cf979f3956b73656875efe00d356f31",
+    "German/test_6.csv": "ed06709f2cdb28626dae4a14cad150b27b17500c0aef4dd19e207f19e9abdc03",
+    "German/test_7.csv": "2103679beef0283219072990ac9fb4dcd2b24fde6140532ab96a21f0f036979b",
+    "German/test_8.csv": "a2b1e6ed74e1297503c0056621748aa8015ed8b38c11a0bdc1f6151fe948a2f1",
+    "German/test_9.csv": "f697a5e819a48821881f371fcafb6cd35cd494b23d5a4f477f106b4f42a0ef24",
+    "Adult/train_0.csv": "476f88c56b3bd61cb76cc7cb3df60833f2f2d700c4060fc27de23bbce0ffdb26",
+    "Adult/train_1.csv": "9562fc52dc37cebd69bb85fd8a09861d6060afc5be92444f761dbeb16499d88b",
+    "Adult/train_2.csv": "097c315c1610e79d5f907aed11cbd8605c1809edc79652003b9758159c5a3925",
+    "Adult/train_3.csv": "a8d32c12e404023db475636d9c9ae9147e1f76d1c754df97e1200b34dbef1c93",
+    "Adult/train_4.csv": "8ffaa3e9d21b7e8c29431a5370b524a9336bf8a199377e8b4766ac100555198c",
+    "Adult/train_5.csv": "7a30cd553baea86fe0a31e9d302c6a17323b1dd34d42a240bf64739fdd97682c",
+    "Adult/train_6.csv": "cda7dba767383cba0f270a1aade64a26f7312aa253ecb7e71e70eba2cfe78a82",
+    "Adult/train_7.csv": "e75d1b68213c9f2c505a43fd25bee863fe990b340bb1bf4a30ec341f2debdf3b",
+    "Adult/train_8.csv": "eb26d668693ce57ed9209d2b4d04dc94c03e9e5a719f0bc49cc44d12f5afd614",
+    "Adult/train_9.csv": "577182887bafe26bec64e9f24c28be0cfce79a9cf5f9b5b803ac20d0f0a8148a",
+    "Adult/test_0.csv": "dcfff70b8ec6e71f9992472299dacee25ac1ef5f16c1ebac742d7cb6137fd880",
+    "Adult/test_1.csv": "33642a85e65c8ca0445ee13a303c82f9c5f96a0aec170300a3cbabcc05b07a73",
+    "Adult/test_2.csv": "087ae36ed7516399a57f39fb66442968f1c9f6bbf9ae860857b833e7dbd1d579",
+    "Adult/test_3.csv": "cdf10dcd431ab7177f6206629497622a68b86278afc185a9261d32a8392cee04",
+    "Adult/test_4.csv": "210387fa65399afbf604aa650011e6a01b49b84f72a23c53538875b1fd11e95e",
+    "Adult/test_5.csv": "1bb4181d7e95367b1f232091355dc50091a0157b8429913d8c90c36583e65230",
+    "Adult/test_6.csv": "567d3efc46b719240dbfc00dd428d25d120f5f461f925f054adbe675385a496e",
+    "Adult/test_7.csv": "16c94a7e2d3dc611c96f90503dda1adfad991593c7f957567db9ac454cea2c83",
+    "Adult/test_8.csv": "0ca917316deb5f438ac1a5d0539fe01e48ef87d52efd106015c2391d6be22496",
+    "Adult/test_9.csv": "a36e717009f5064944760364467ab04c5289f9c71029fa56c141f176bafb8752",
+}
+
+
 def _fairml(folder, name, sha256):
     return DataFile(f"{folder}/{name}", sha256, f"{_FAIRML}/{name}")
 
@@ -186,6 +253,10 @@ FILES = {
             "wine_quality",
             "Wine_Quality_Data.csv",
             "aa9cb850c02f8c0725d11990f60efa1ecd8f5e1f4425045932c33457b05bfcf5",
+        ),
+        *(
+            DataFile(f"authors/lee2022/{name}", sha256, None)
+            for name, sha256 in _LEE2022_AUTHORS_SHA256.items()
         ),
     ]
 }

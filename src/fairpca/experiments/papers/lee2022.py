@@ -57,6 +57,13 @@ a random, unstratified 70/30 split (AIF360 ``split([0.7], shuffle=True)``: the f
 standardised with the training mean and population standard deviation; a
 column constant on the training rows keeps scale 1 (as Lee's scripts).
 
+``lee2022(..., splits="authors")`` reads Lee et al.'s own ten splits instead
+(the files their scripts wrote, placed in the data home under
+``authors/lee2022/``; no URL is registered for them): one shared subsample,
+the features as shipped (standardised by the authors, not again here) and
+their 0/1 protected attribute mapped to the group labels above (1 =
+Caucasian / 25+ / Male, AIF360's privileged group).
+
 Corrections of the original code: evaluate downstream classifiers on
 ``X_test`` (Lee's evaluation scored the SVM on its own training data), and
 every row of the training file is used (the FPCA baseline's loader,
@@ -72,9 +79,11 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
+from fairpca.datasets._fetch import fetch_file
 from fairpca.datasets._real import load_adult, load_compas, load_german_credit
 from fairpca.experiments._engine import Target, estimator, fit_models, record, setting_value
 from fairpca.experiments._split import (
+    N_SPLITS,
     Split,
     check_dataset,
     check_split,
@@ -149,12 +158,98 @@ def _lee_adult(data_home, download=False):
     return frame, s, y, int((~complete).sum()), 0.05, "adult"
 
 
+#: Lee et al.'s shipped splits (``splits="authors"``): folder under ``authors/lee2022/`` of
+#: the data home, number of feature columns, index of the feature column that is the
+#: standardised copy of the protected attribute, its name, the group labels of the protected
+#: attribute's codes 0 and 1, and the rows of the source file (for ``n_dropped``).
+_AUTHORS_FILES = {
+    "compas": ("COMPAS", 11, 1, "race", ("not Caucasian", "Caucasian"), 7214),
+    "german_credit": ("German", 57, 4, "age", ("<25", "25+"), 1000),
+    "adult": ("Adult", 97, 2, "sex", ("Female", "Male"), 48842),
+}
+
+_SPLIT_MODES = ("ours", "authors")
+
+
+def _check_authors_split(split):
+    """``split`` as an int; a ValueError unless it names one of the shipped files (0..9)."""
+    split = check_split(split)
+    if split >= N_SPLITS:
+        raise ValueError(
+            f"lee2022: with splits='authors', split must be in range({N_SPLITS}) (Lee et al. "
+            f"shipped train_0.csv ... train_{N_SPLITS - 1}.csv), got {split}."
+        )
+    return split
+
+
+def _authors_file(relpath, data_home, download):
+    """Verified path of one of Lee et al.'s split files (no URL is registered for them)."""
+    try:
+        return fetch_file(relpath, data_home=data_home)
+    except FileNotFoundError as exc:
+        refused = (
+            " download=True cannot fetch it: no publisher URL is registered for the authors' files."
+            if download
+            else ""
+        )
+        raise FileNotFoundError(
+            f"{exc}{refused} Copy Lee et al.'s datasets/<Folder>/train_k.csv and test_k.csv "
+            "from their repository nick-jhlee/fair-manifold-pca (commit "
+            "cbd5c305ca40f380707c92f5cfd9df128e17017a) to authors/lee2022/<Folder>/ of the "
+            "data home; their SHA-256 is checked."
+        ) from exc
+
+
+def _read_authors_part(path, n_features, labels):
+    """Features, group labels and target of one shipped file, as the authors wrote them."""
+    table = np.loadtxt(path, delimiter=",", dtype=np.float64, ndmin=2)
+    if table.shape[1] != n_features + 2:
+        raise ValueError(
+            f"data file {path}: expected {n_features + 2} columns ({n_features} features, "
+            f"target, protected attribute), found {table.shape[1]}."
+        )
+    codes = table[:, -1]
+    if not np.isin(codes, (0.0, 1.0)).all():
+        raise ValueError(f"data file {path}: the protected attribute (last column) is not 0/1.")
+    s = np.where(codes == 1.0, labels[1], labels[0])
+    y = table[:, -2].astype(np.int64)
+    return np.ascontiguousarray(table[:, :n_features]), s, y
+
+
+def _lee_authors_split(dataset, split, data_home, download):
+    """The Split of Lee et al.'s shipped files ``train_<split>.csv`` and ``test_<split>.csv``."""
+    folder, n_features, protected, name, labels, n_source = _AUTHORS_FILES[dataset]
+    parts = [
+        _read_authors_part(
+            _authors_file(f"authors/lee2022/{folder}/{part}_{split}.csv", data_home, download),
+            n_features,
+            labels,
+        )
+        for part in ("train", "test")
+    ]
+    (X_train, s_train, y_train), (X_test, s_test, y_test) = parts
+    names = [f"column_{j}" for j in range(n_features)]
+    names[protected] = name
+    n_dropped = n_source - X_train.shape[0] - X_test.shape[0]
+    description = (
+        f"Lee et al. (2022) split {split} of {dataset} as the authors shipped it "
+        f"(authors/lee2022/{folder}/train_{split}.csv, test_{split}.csv): {n_features} "
+        f"features, already standardised by the authors with the training mean and "
+        f"population SD (used as shipped); column {protected} is the protected attribute "
+        f"{name!r}; groups: code 1 = {labels[1]!r}, 0 = {labels[0]!r}; {n_dropped} source "
+        "rows left out (as in splits='ours': filters and rows with missing values, then "
+        "the subsample; here the authors' one unseeded draw)."
+    )
+    return Split(X_train, X_test, s_train, s_test, y_train, y_test, names, n_dropped, description)
+
+
 def lee2022(
     dataset: Literal["german_credit", "compas", "adult"],
     *,
     split: int = 0,
     data_home: str | os.PathLike[str] | None = None,
     download: bool = False,
+    splits: Literal["ours", "authors"] = "ours",
 ) -> Split:
     """Prepare German credit, COMPAS or Adult as Lee et al. (2022) did.
 
@@ -166,7 +261,19 @@ def lee2022(
     docstring gives every choice and its source, and the corrections of the
     authors' code.
 
+    With ``splits="authors"`` the split is instead read from the files Lee et
+    al. published (``authors/lee2022/<COMPAS|German|Adult>/train_<split>.csv``
+    and ``test_<split>.csv`` in the data home, SHA-256 checked): their one
+    subsample, their ten splits, their features exactly as shipped (already
+    standardised by the authors; not standardised again). The last two
+    columns of a file are the target and the protected attribute, coded as
+    AIF360 codes privilege: 1 = Caucasian / 25+ / Male, 0 = not Caucasian /
+    <25 / Female (the 1-coded rows are exactly those with the larger value of
+    the feature copy of the attribute, which keeps the name ``race``, ``age``
+    or ``sex``; the other feature columns are unnamed, ``column_<j>``).
+
     Parameters
+    ----------
     ----------
     dataset : {"german_credit", "compas", "adult"}
     split : int, default=0
@@ -176,13 +283,30 @@ def lee2022(
         Where the raw files are (see :func:`fairpca.datasets.get_data_home`).
     download : bool, default=False
         Fetch missing files from their publisher (checksums verified), see
-        :func:`fairpca.datasets.fetch_file`.
+        :func:`fairpca.datasets.fetch_file`. The authors' split files have no
+        registered URL: with ``splits="authors"`` a missing file is an error
+        saying where to copy it from.
+    splits : {"ours", "authors"}, default="ours"
+        ``"ours"``: the seeded re-draws described above; ``"authors"``: Lee
+        et al.'s shipped files, ``split`` in ``range(10)``.
 
     Returns
     -------
     split : Split
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``dataset`` or ``splits``, or ``split`` outside
+        ``range(10)`` with ``splits="authors"``.
+    FileNotFoundError
+        If a needed file is missing from the data home.
     """
     check_dataset(dataset, LEE2022_DATASETS, "lee2022")
+    if not isinstance(splits, str) or splits not in _SPLIT_MODES:
+        raise ValueError(f"lee2022: splits must be one of {list(_SPLIT_MODES)}, got {splits!r}.")
+    if splits == "authors":
+        return _lee_authors_split(dataset, _check_authors_split(split), data_home, download)
     split = check_split(split)
     prepare = {"german_credit": _lee_german, "compas": _lee_compas, "adult": _lee_adult}
     frame, s, y, n_dropped, fraction, name = prepare[dataset](data_home, download)
