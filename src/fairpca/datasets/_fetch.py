@@ -134,6 +134,14 @@ _LEE2022_AUTHORS_SHA256 = {
     "Adult/test_9.csv": "a36e717009f5064944760364467ab04c5289f9c71029fa56c141f176bafb8752",
 }
 
+# Vu et al.'s (ICLR 2022) two data files that differ from the FairML copies, byte for byte from
+# their repository hieuvt29/distributionally_robust_fair_pca (commit 725d4111cc55be3534522d78
+# 4e008b4fb40750f3); registered without a URL: placed by hand.
+_VU2022_AUTHORS_SHA256 = {
+    "default_credit.csv": "30dca1ab34ffb63d7e41c21d0039d9f7f63a7518b52da55ace9ff9972e07a407",
+    "SkillCraft_Data.csv": "7eb6775714ae549eeb6d7f333a7ada137e68b2d084bc179c812d59bb8188cd41",
+}
+
 
 def _fairml(folder, name, sha256):
     return DataFile(f"{folder}/{name}", sha256, f"{_FAIRML}/{name}")
@@ -258,6 +266,10 @@ FILES = {
             DataFile(f"authors/lee2022/{name}", sha256, None)
             for name, sha256 in _LEE2022_AUTHORS_SHA256.items()
         ),
+        *(
+            DataFile(f"authors/vu2022/{name}", sha256, None)
+            for name, sha256 in _VU2022_AUTHORS_SHA256.items()
+        ),
     ]
 }
 
@@ -342,6 +354,35 @@ def _download(entry, target):
         ) from exc
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def fetch_unpublished(relpath, source, *, data_home=None, download=False):
+    """:func:`fetch_file` for a file registered without a URL (placed by hand).
+
+    Parameters
+    ----------
+    relpath : str
+        The file's path in the data home (a key of ``FILES``).
+    source : str
+        Where to copy it from, appended to the error when it is missing.
+    data_home : str or path-like, default=None
+    download : bool, default=False
+        Nothing can be fetched; when True, the error also says so.
+
+    Returns
+    -------
+    path : pathlib.Path
+        The verified file.
+    """
+    try:
+        return fetch_file(relpath, data_home=data_home)
+    except FileNotFoundError as exc:
+        refused = (
+            " download=True cannot fetch it: no publisher URL is registered for the authors' files."
+            if download
+            else ""
+        )
+        raise FileNotFoundError(f"{exc}{refused} {source}") from exc
 
 
 def fetch_file(relpath, *, data_home=None, download=False):

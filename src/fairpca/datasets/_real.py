@@ -745,6 +745,33 @@ def _clean_header(name):
     return str(name).strip().strip('"').strip().replace("_ ", "_")
 
 
+def read_fairml_frame(path, n_columns, n_rows):
+    """A FairML-layout CSV as a checked DataFrame (header cleaned, complete, numeric).
+
+    Parameters
+    ----------
+    path : path-like
+        A verified file (:func:`fetch_file`).
+    n_columns, n_rows : int
+        The shape the file must have.
+
+    Returns
+    -------
+    frame : pandas.DataFrame
+        Every column; the last is the group, the second-to-last the target.
+    """
+    frame = _read_csv(path, n_columns)
+    frame.columns = [_clean_header(c) for c in frame.columns]
+    if len(frame) != n_rows:
+        raise ValueError(
+            f"data file {path} has {len(frame)} rows, expected {n_rows}; the file is truncated "
+            "or not the expected version."
+        )
+    _check_complete(frame, frame.columns, path)
+    _check_numeric(frame, frame.columns, path)
+    return frame
+
+
 def load_fairml(
     name: str, *, data_home: str | os.PathLike[str] | None = None, download: bool = False
 ) -> Bunch:
@@ -775,15 +802,7 @@ def load_fairml(
     _check_choice(name, "name", set(FAIRML_DATASETS))
     key, n_rows, n_columns, source = FAIRML_DATASETS[name]
     path = fetch_file(key, data_home=data_home, download=download)
-    frame = _read_csv(path, n_columns)
-    frame.columns = [_clean_header(c) for c in frame.columns]
-    if len(frame) != n_rows:
-        raise ValueError(
-            f"data file {path} has {len(frame)} rows, expected {n_rows}; the file is truncated "
-            "or not the expected version."
-        )
-    _check_complete(frame, frame.columns, path)
-    _check_numeric(frame, frame.columns, path)
+    frame = read_fairml_frame(path, n_columns, n_rows)
     sensitive_name, label_name = frame.columns[-1], frame.columns[-2]
     sensitive = frame.pop(sensitive_name)
     if not set(sensitive.unique()) <= {0, 1}:

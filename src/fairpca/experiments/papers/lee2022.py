@@ -79,7 +79,7 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from fairpca.datasets._fetch import fetch_file
+from fairpca.datasets._fetch import fetch_unpublished
 from fairpca.datasets._real import load_adult, load_compas, load_german_credit
 from fairpca.experiments._engine import Target, estimator, fit_models, record, setting_value
 from fairpca.experiments._split import (
@@ -183,21 +183,16 @@ def _check_authors_split(split):
 
 
 def _authors_file(relpath, data_home, download):
-    """Verified path of one of Lee et al.'s split files (no URL is registered for them)."""
-    try:
-        return fetch_file(relpath, data_home=data_home)
-    except FileNotFoundError as exc:
-        refused = (
-            " download=True cannot fetch it: no publisher URL is registered for the authors' files."
-            if download
-            else ""
-        )
-        raise FileNotFoundError(
-            f"{exc}{refused} Copy Lee et al.'s datasets/<Folder>/train_k.csv and test_k.csv "
-            "from their repository nick-jhlee/fair-manifold-pca (commit "
-            "cbd5c305ca40f380707c92f5cfd9df128e17017a) to authors/lee2022/<Folder>/ of the "
-            "data home; their SHA-256 is checked."
-        ) from exc
+    """Verified path of one of the authors' files (no URL is registered for them)."""
+    return fetch_unpublished(
+        relpath,
+        "Copy Lee et al.'s datasets/<Folder>/train_k.csv and test_k.csv "
+        "from their repository nick-jhlee/fair-manifold-pca (commit "
+        "cbd5c305ca40f380707c92f5cfd9df128e17017a) to authors/lee2022/<Folder>/ of the "
+        "data home; their SHA-256 is checked.",
+        data_home=data_home,
+        download=download,
+    )
 
 
 def _read_authors_part(path, n_features, labels):

@@ -41,6 +41,29 @@ The data protocol (:func:`vu2022`), with the source of every choice:
   "train-statistics standardisation"; the SD convention is not stated).
   The per-group centring of ABDiff is an evaluation step, not done here.
 
+``vu2022(..., splits="authors")`` follows the authors' own data and draw
+instead (repository ``hieuvt29/distributionally_robust_fair_pca``, whose
+splits are a seeded draw, not files):
+
+- **Data**: for Default credit and SkillCraft the authors' files, placed in
+  the data home under ``authors/vu2022/`` (SHA-256 checked; no URL is
+  registered for them). Their Default credit file has the 22 attributes but
+  EDUCATION, then the target, then EDUCATION already binarised: code 1 =
+  EDUCATION in {3, 4, 5, 6}, code 0 = {0, 1, 2}; code 1 is labelled
+  ``"low"`` and code 0 ``"high"`` as in ``"ours"`` mode, but the 14 rows
+  with the undocumented EDUCATION = 0 are ``"high"`` here (``"low"`` in
+  ``"ours"`` mode, Samadi et al.'s rule). Its columns keep the file's order
+  and names (``PAY_0`` is Samadi et al.'s ``PAY_1``). Their SkillCraft file
+  lacks ``TotalHours`` and has 3337 rows (FairML's has 3338). The other 12
+  sets are the FairML files of ``"ours"`` mode (the authors' copies are
+  byte-identical). Near-constant columns are dropped by the same rule.
+- **Split**: for seed ``split``, one ``numpy.random.default_rng(split)``
+  shuffles the row indices (in file order) of group code 0 and keeps the
+  first ``int(0.3 * N_0)`` for training, then does the same for code 1;
+  the training list (code 0's rows, then code 1's) is shuffled, then the
+  test list. The rows come in that order.
+- **Scaling**: training mean and population standard deviation, as above.
+
 References
 ----------
 .. [OlfatAswani2019] M. Olfat and A. Aswani. "Convex Formulations for Fair
@@ -59,9 +82,10 @@ import numpy as np
 from numpy.typing import ArrayLike
 from sklearn.utils import check_random_state
 
-from fairpca.datasets._real import load_default_credit, load_fairml
+from fairpca.datasets._fetch import fetch_unpublished
+from fairpca.datasets._real import load_default_credit, load_fairml, read_fairml_frame
 from fairpca.experiments._engine import Target, estimator, fit_models, record, setting_value
-from fairpca.experiments._split import Split, check_dataset, check_split, finish
+from fairpca.experiments._split import Split, check_dataset, check_split, finish, standardise
 from fairpca.metrics import ReconstructionScorer
 from fairpca.metrics._projection import _resolve_projection
 from fairpca.metrics._reconstruction import _abdiff_are
@@ -102,6 +126,143 @@ VU2022_DATASETS = (
 #: Columns whose standard deviation (over all rows) is at most this are dropped (Vu et al.).
 VU2022_MIN_SD = 1e-5
 
+_SPLIT_MODES = ("ours", "authors")
+
+#: Fraction of each group's rows in the training part (Vu et al., section 5).
+_TRAIN_FRACTION = 0.3
+
+#: Vu et al.'s own files (``splits="authors"``): path in the data home, number of columns,
+#: number of data rows, group labels of the codes 0 and 1 in the last column.
+_AUTHORS_FILES = {
+    "default_credit": ("authors/vu2022/default_credit.csv", 24, 30000, ("high", "low")),
+    "skillcraft": ("authors/vu2022/SkillCraft_Data.csv", 19, 3337, (0, 1)),
+}
+
+
+def _authors_file(relpath, data_home, download):
+    """Verified path of one of the authors' files (no URL is registered for them)."""
+    return fetch_unpublished(
+        relpath,
+        f"Copy Vu et al.'s data file {relpath.rsplit('/', 1)[-1]} from "
+        "their repository hieuvt29/distributionally_robust_fair_pca (commit "
+        "725d4111cc55be3534522d784e008b4fb40750f3) to authors/vu2022/ of the data home; "
+        "its SHA-256 is checked.",
+        data_home=data_home,
+        download=download,
+    )
+
+
+def _read_authors_data(dataset, data_home, download):
+    """Features, group codes (0/1), target (or None) and path of one of Vu et al.'s files.
+
+    FairML's layout: the last column is the group, the second-to-last the
+    target (``DummyMain`` is a random dummy, returned as None).
+    """
+    relpath, n_columns, n_rows, _ = _AUTHORS_FILES[dataset]
+    path = _authors_file(relpath, data_home, download)
+    frame = read_fairml_frame(path, n_columns, n_rows)
+    codes = frame.pop(frame.columns[-1]).to_numpy()
+    if not np.isin(codes, (0, 1)).all():
+        raise ValueError(f"data file {path}: the group column (last) is not 0/1.")
+    label = frame.pop(frame.columns[-1])
+    y = None if label.name == "DummyMain" else label.to_numpy()
+    return frame, codes.astype(np.int64), y, path
+
+
+def _authors_draw(codes, seed, train_fraction=_TRAIN_FRACTION):
+    """Vu et al.'s seeded, group-stratified train/test draw of row indices.
+
+    One ``numpy.random.default_rng(seed)`` shuffles the indices (in file
+    order) of the rows of code 0 and keeps the first
+    ``int(train_fraction * N_0)`` for training, then does the same for code
+    1; then it shuffles the training indices (code 0's, then code 1's), then
+    the test indices.
+
+    Parameters
+    ----------
+    codes : array-like of shape (n_samples,)
+        Group code 0 or 1 of each row, in file order.
+    seed : int
+        The seed (Vu et al.'s runs use 0-9).
+    train_fraction : float, default=0.3
+        Fraction of each group's rows drawn for training (the count is truncated).
+
+    Returns
+    -------
+    train, test : ndarray of int
+        Row indices, in the order of the draw.
+    """
+    codes = np.asarray(codes)
+    rng = np.random.default_rng(seed)
+    train, test = [], []
+    for code in (0, 1):
+        rows = np.flatnonzero(codes == code)
+        rng.shuffle(rows)
+        n_train = int(train_fraction * rows.size)
+        train.append(rows[:n_train])
+        test.append(rows[n_train:])
+    train, test = np.concatenate(train), np.concatenate(test)
+    rng.shuffle(train)
+    rng.shuffle(test)
+    return train, test
+
+
+def _drop_near_constant(frame):
+    """``frame`` without its columns of SD <= :data:`VU2022_MIN_SD` (all rows), and their names."""
+    sd = frame.std(axis=0, ddof=0)
+    constant = [str(c) for c in frame.columns[(sd <= VU2022_MIN_SD).to_numpy()]]
+    return frame.drop(columns=constant), constant
+
+
+def _authors_data(dataset, data_home, download):
+    """Features, group codes, their labels, target and a source note for ``splits="authors"``."""
+    if dataset in _AUTHORS_FILES:
+        frame, codes, y, path = _read_authors_data(dataset, data_home, download)
+        labels = _AUTHORS_FILES[dataset][3]
+        source = f"Vu et al.'s own file {_AUTHORS_FILES[dataset][0]}"
+        if dataset == "default_credit":
+            source += (
+                ", groups by their binarised EDUCATION: code 1 = {3, 4, 5, 6} = 'low', "
+                "code 0 = {0, 1, 2} = 'high'"
+            )
+        else:
+            source += f" ({frame.shape[0]} rows, no TotalHours), groups = last column (0/1)"
+        return frame, codes, labels, y, source
+    bunch = load_fairml(dataset, data_home=data_home, download=download)
+    codes = bunch.sensitive.to_numpy().astype(np.int64)
+    y = None if bunch.target is None else bunch.target.to_numpy()
+    source = f"FairML {dataset} (as the authors'), groups = column {bunch.sensitive.name!r} (0/1)"
+    return bunch.data, codes, (0, 1), y, source
+
+
+def _vu_authors_split(dataset, split, data_home, download):
+    """The Split of ``splits="authors"``: the authors' data and seeded draw, train-standardised."""
+    frame, codes, labels, y, source = _authors_data(dataset, data_home, download)
+    frame, constant = _drop_near_constant(frame)
+    X = frame.to_numpy(dtype=np.float64)
+    s = np.asarray(labels)[codes]
+    y = None if y is None else np.asarray(y, dtype=np.int64)
+    train, test = _authors_draw(codes, split)
+    X_train, X_test = standardise(X[train], X[test])
+    dropped = f"; dropped near-constant column(s) {constant}" if constant else ""
+    description = (
+        f"Vu et al. (2022) data and split as the authors drew them, {source}: "
+        f"{frame.shape[1]} features{dropped}. Split {split}: default_rng({split}) drew "
+        f"int(0.3 N) training rows per group (code 0, then 1), then shuffled the training "
+        "and the test rows; standardised with training mean and population SD."
+    )
+    return Split(
+        X_train,
+        X_test,
+        s[train],
+        s[test],
+        None if y is None else y[train],
+        None if y is None else y[test],
+        [str(c) for c in frame.columns],
+        0,
+        description,
+    )
+
 
 def vu2022(
     dataset: str,
@@ -109,6 +270,7 @@ def vu2022(
     split: int = 0,
     data_home: str | os.PathLike[str] | None = None,
     download: bool = False,
+    splits: Literal["ours", "authors"] = "ours",
 ) -> Split:
     """Prepare a data set of Vu et al. (2022), table 1 and appendix C.
 
@@ -117,6 +279,16 @@ def vu2022(
     columns dropped, all rows, a 30/70 train/test split stratified by group and
     seeded by ``split``, standardised with the training mean and population SD.
     The module's docstring gives every choice and its source.
+
+    With ``splits="authors"`` the rows are drawn as the authors' code drew
+    them (seeded by ``split``; the module's docstring gives the recipe) and Default
+    credit and SkillCraft are read from the authors' own files
+    (``authors/vu2022/default_credit.csv`` and ``SkillCraft_Data.csv`` in
+    the data home, SHA-256 checked). The authors' Default credit file codes
+    the group as 1 = EDUCATION in {3, 4, 5, 6} (labelled ``"low"``) and 0 =
+    EDUCATION in {0, 1, 2} (``"high"``): the 14 rows with EDUCATION = 0 are
+    ``"high"`` there, ``"low"`` in ``"ours"`` mode. Group labels of the
+    other sets are the file's 0/1 in both modes.
 
     Parameters
     ----------
@@ -128,14 +300,31 @@ def vu2022(
         Where the raw files are (see :func:`fairpca.datasets.get_data_home`).
     download : bool, default=False
         Fetch missing files from their publisher (checksums verified), see
-        :func:`fairpca.datasets.fetch_file`.
+        :func:`fairpca.datasets.fetch_file`. The authors' Default credit and
+        SkillCraft files have no registered URL: with ``splits="authors"`` a
+        missing one is an error saying where to copy it from.
+    splits : {"ours", "authors"}, default="ours"
+        ``"ours"``: the stratified split of scikit-learn's
+        ``train_test_split`` seeded by ``split``, on this library's files;
+        ``"authors"``: the authors' seeded draw and files (see above).
 
     Returns
     -------
     split : Split
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``dataset`` or ``splits``.
+    FileNotFoundError
+        If a needed file is missing from the data home.
     """
     check_dataset(dataset, VU2022_DATASETS, "vu2022")
+    if not isinstance(splits, str) or splits not in _SPLIT_MODES:
+        raise ValueError(f"vu2022: splits must be one of {list(_SPLIT_MODES)}, got {splits!r}.")
     split = check_split(split)
+    if splits == "authors":
+        return _vu_authors_split(dataset, split, data_home, download)
     if dataset == "default_credit":
         bunch = load_default_credit(sensitive="education", data_home=data_home, download=download)
         frame = bunch.data.drop(columns=["EDUCATION"])
@@ -144,9 +333,7 @@ def vu2022(
         bunch = load_fairml(dataset, data_home=data_home, download=download)
         frame = bunch.data
         source = f"FairML {dataset}, groups = column {bunch.sensitive.name!r} (0/1)"
-    sd = frame.std(axis=0, ddof=0)
-    constant = [str(c) for c in frame.columns[(sd <= VU2022_MIN_SD).to_numpy()]]
-    frame = frame.drop(columns=constant)
+    frame, constant = _drop_near_constant(frame)
     y = None if bunch.target is None else bunch.target.to_numpy()
     dropped = f"; dropped near-constant column(s) {constant}" if constant else ""
     description = (
