@@ -146,6 +146,19 @@ class _Stratum:
         return np.column_stack([(R > 0) @ self.counts, (R < 0) @ self.counts])
 
     @cached_property
+    def floor_terms(self):
+        """``(m, N, coef)`` of each constraint's sampling floor (:func:`_sampling_floors`).
+
+        ``m_c`` holds the row counts of the groups on either side of constraint
+        ``c`` (0 elsewhere), ``N_c = sum m_c`` its rows and
+        ``coef_c = 1 / n_A + 1 / n_B``; the floor is
+        ``coef_c (1 - (m_c^T G m_c - N_c) / (N_c (N_c - 1)))``.
+        """
+        m = (self.mixtures != 0) * self.counts.astype(np.float64)
+        n_a, n_b = self.sides.T
+        return m, m.sum(axis=1), 1.0 / n_a + 1.0 / n_b
+
+    @cached_property
     def small(self):
         """Whether each constraint has fewer than ``min_group_size`` rows on a side."""
         return self.sides.min(axis=1) < self.min_group_size
@@ -182,14 +195,11 @@ def _sampling_floors(gram, stratum):
     shows between two samples of one distribution, so a ``tau`` below it can
     only be met by a projection on which all rows look alike.
     """
-    counts = stratum.counts.astype(np.float64)
-    sums = gram * np.outer(counts, counts)  # S_ab, diagonal pairs included
-    members = (stratum.mixtures != 0).astype(np.float64)  # groups on either side
-    n_rows = members @ counts
-    pair_sums = np.einsum("ca,ab,cb->c", members, sums, members)
+    m, n_rows, coef = stratum.floor_terms
+    # m_c^T G m_c is the sum of the kernel over all pairs of the N_c rows, self-pairs included.
+    pair_sums = np.einsum("ca,ab,cb->c", m, gram, m)
     kbar = (pair_sums - n_rows) / (n_rows * (n_rows - 1.0))
-    n_a, n_b = stratum.sides.T
-    return (1.0 / n_a + 1.0 / n_b) * (1.0 - kbar)
+    return coef * (1.0 - kbar)
 
 
 def _smooth_hinge(x, width):
@@ -228,19 +238,13 @@ def _penalty_weights(gram, stratum, weights=None):
     width = 0.1 * floors + np.finfo(np.float64).tiny
     hinge, slope, width_slope = _smooth_hinge(values - floors, width)
     penalty = float(w[~small] @ values[~small] + w[small] @ hinge[small])
-    C = (R[~small].T * w[~small]) @ R[~small]
-    counts = stratum.counts.astype(np.float64)
-    members = (R != 0).astype(np.float64)
-    n_rows = members @ counts
-    n_a, n_b = stratum.sides.T
-    # d floor_c / dG_ab = -(1/n_A + 1/n_B) n_a n_b / (N (N - 1)) for a, b among its groups;
-    # the floor enters the hinge as -floor_c in its argument and 0.1 floor_c as its width.
-    floor_scale = (1.0 / n_a + 1.0 / n_b) / (n_rows * (n_rows - 1.0))
-    floor_slope = 0.1 * width_slope - slope
-    for c in np.flatnonzero(small):
-        weighted = members[c] * counts
-        C = C + w[c] * slope[c] * np.outer(R[c], R[c])
-        C = C - w[c] * floor_slope[c] * floor_scale[c] * np.outer(weighted, weighted)
+    # h_c = r_c^T G r_c and d floor_c / dG = -coef_c m_c m_c^T / (N_c (N_c - 1)); the floor
+    # enters the hinge as -floor_c in its argument and 0.1 floor_c as its width.
+    m, n_rows, coef = stratum.floor_terms
+    h_weight = np.where(small, w * slope, w)
+    floor_weight = np.where(small, w * (slope - 0.1 * width_slope), 0.0)
+    floor_weight *= coef / (n_rows * (n_rows - 1.0))
+    C = (R.T * h_weight) @ R + (m.T * floor_weight) @ m
     return penalty, C
 
 
