@@ -36,6 +36,7 @@ from scipy import sparse
 from sklearn.exceptions import ConvergenceWarning
 
 from fairpca._base import FairPCABase
+from fairpca._fantope_admm import solve_fpca_sdp
 from fairpca._validation import check_number
 from fairpca._warnings import warn
 
@@ -45,6 +46,7 @@ logger = logging.getLogger(__name__)
 
 #: cvxpy solvers accepted, and how ``tol`` and ``max_iter`` map to their options.
 _SOLVER_OPTIONS = {
+    "ADMM": None,
     "SCS": lambda tol, max_iter: {"eps_abs": tol, "eps_rel": tol, "max_iters": max_iter},
     "CLARABEL": lambda tol, max_iter: {
         "tol_gap_abs": tol,
@@ -390,15 +392,21 @@ class ConvexFairPCA(FairPCABase):
     constraints : {"both", "mean"}, default="both"
         ``"both"``: mean constraint and covariance penalty; ``"mean"``: mean
         constraint only.
-    solver : {"SCS", "CLARABEL"}, default="SCS"
-        cvxpy solver. SCS (first-order) is the practical one; Clarabel
-        (interior point) is more accurate but forms dense systems of order
-        ``p^2``, whose time and memory grow steeply with ``p``: use it for
-        small ``p`` (up to about 30).
+    solver : {"SCS", "CLARABEL", "ADMM"}, default="SCS"
+        SCS (first-order, through cvxpy) is the practical general solver;
+        Clarabel (interior point) is more accurate but forms dense systems of
+        order ``p^2``, whose time and memory grow steeply with ``p``: use it for
+        small ``p`` (up to about 30). ``"ADMM"``: fairpca's solver specialised
+        to this SDP (:mod:`fairpca._fantope_admm`; no cvxpy needed): ADMM over
+        the Fantope with one partial eigendecomposition per iteration, on
+        growing subspaces beyond 120 coordinates, stopped on a certified
+        duality gap. With ``delta = 0`` it handles ``p`` in the thousands; with
+        ``delta > 0`` its convergence is slow (``benchmarks/results.md``).
     tol : float, default=1e-6
         Solver tolerance: SCS ``eps_abs = eps_rel``; Clarabel ``tol_gap_abs``,
-        ``tol_gap_rel`` and ``tol_feas``. The top eigenvalues of ``P*`` are
-        often close together, so a loose tolerance can swap components.
+        ``tol_gap_rel`` and ``tol_feas``; ADMM the certified relative duality
+        gap. The top eigenvalues of ``P*`` are often close together, so a
+        loose tolerance can swap components.
     max_iter : int, default=10000
         Iteration limit of the solver (SCS typically needs a few hundred to a
         thousand iterations).
@@ -431,12 +439,17 @@ class ConvexFairPCA(FairPCABase):
         order of ``groups_``, as :func:`itertools.combinations`); upper bounds
         on ``lambda_max(P* G+- P*)``. Empty with ``constraints="mean"``.
     solver_status_ : str
-        cvxpy status: ``"optimal"`` or ``"optimal_inaccurate"`` (with a
-        ``ConvergenceWarning``); infeasible problems raise instead.
+        ``"optimal"`` or ``"optimal_inaccurate"`` (with a ``ConvergenceWarning``;
+        ADMM: the gap is above ``tol`` after ``max_iter`` iterations);
+        infeasible problems raise instead.
     converged_ : bool
         True when the solver reported ``"optimal"``.
     n_iter_ : int or None
         Solver iterations.
+    duality_gap_ : float or None
+        ADMM: certified bound on how far ``objective_`` is below the optimum
+        (upper bound from the multipliers minus the objective of the returned
+        feasible ``P*``); None for the cvxpy solvers.
     explained_variance_ratio_ : ndarray of shape (n_components,)
         Training variance of each component over the total.
 
@@ -485,7 +498,7 @@ class ConvexFairPCA(FairPCABase):
         mu: float = 0.01,
         delta: float = 0.1,
         constraints: Literal["both", "mean"] = "both",
-        solver: Literal["SCS", "CLARABEL"] = "SCS",
+        solver: Literal["SCS", "CLARABEL", "ADMM"] = "SCS",
         tol: float = 1e-6,
         max_iter: int = 10000,
         objective_scale: Literal["paper", "size_free"] = "paper",
@@ -532,7 +545,8 @@ class ConvexFairPCA(FairPCABase):
                 "costs O(p^3) (over a minute at p = 200, tens of minutes at p = 300). Reduce the "
                 "features or pass a larger max_features (or None) to run anyway."
             )
-        _import_cvxpy()
+        if self.solver != "ADMM":
+            _import_cvxpy()
         log = logger.info if self.verbose else logger.debug
         delta = float(self.delta)
         mean_diffs, cov_diffs = _pairwise_differences(moments, self.constraints == "both")
@@ -555,53 +569,21 @@ class ConvexFairPCA(FairPCABase):
             self.solver,
         )
         start = time.perf_counter()
-        P, bounds, problem = _solve_sdp(
-            0.5 * (S + S.T),
-            mean_vectors,
-            factors,
-            d,
-            float(self.mu),
-            delta,
-            self.solver,
-            float(self.tol),
-            int(self.max_iter),
-            self.verbose >= 2,
-        )
-        status = problem.status
-        n_iter = problem.solver_stats.num_iters
+        args = (0.5 * (S + S.T), mean_vectors, factors, d, float(self.mu), delta)
+        if self.solver == "ADMM":
+            P, bounds = self._solve_admm(*args, log)
+        else:
+            P, bounds = self._solve_cvxpy(*args, log)
         log(
-            "ConvexFairPCA: %s after %s iterations in %.2f s, objective %s (%s)",
-            status,
-            n_iter,
+            "ConvexFairPCA: %s after %s iterations in %.2f s, objective %.10g",
+            self.solver_status_,
+            self.n_iter_,
             time.perf_counter() - start,
-            problem.value,
-            _residual_summary(problem),
+            self.objective_,
         )
-        if status in ("infeasible", "infeasible_inaccurate"):
-            raise ValueError(
-                f"ConvexFairPCA: the solver {self.solver} reports the SDP {status}: no P with "
-                f"trace n_components={d} keeps every pairwise mean difference within "
-                f"delta={delta:g}. Increase delta or use fewer components."
-            )
-        if status not in ("optimal", "optimal_inaccurate", "user_limit") or P is None:
-            raise RuntimeError(
-                f"ConvexFairPCA: the solver {self.solver} ended with status {status!r} "
-                f"and no usable solution ({_residual_summary(problem)})."
-            )
-        self.converged_ = status == "optimal"
-        if not self.converged_:
-            warn(
-                f"ConvexFairPCA: the solver {self.solver} stopped with status {status!r} "
-                f"after {n_iter} iterations ({_residual_summary(problem)}; tol={self.tol:g}); "
-                "the components come from this inexact solution. Increase max_iter or tol.",
-                ConvergenceWarning,
-            )
+        self.covariance_bounds_ = bounds
         relaxed = basis @ P @ basis.T
         self.relaxed_projection_ = 0.5 * (relaxed + relaxed.T)
-        self.objective_ = float(problem.value)
-        self.covariance_bounds_ = bounds
-        self.solver_status_ = status
-        self.n_iter_ = None if n_iter is None else int(n_iter)
         eigenvalues, eigenvectors = np.linalg.eigh(self.relaxed_projection_)
         eigenvalues, eigenvectors = eigenvalues[::-1], eigenvectors[:, ::-1]
         # Eigenvalues of SCS solutions at tolerance tol moved by under 100 tol when tol was
@@ -615,3 +597,73 @@ class ConvexFairPCA(FairPCABase):
                 UserWarning,
             )
         return eigenvectors[:, :d].T, None
+
+    def _solve_admm(self, S, mean_vectors, factors, d, mu, delta, log):
+        """Solve by :func:`~fairpca._fantope_admm.solve_fantope_admm`; set the solver attributes."""
+        try:
+            result = solve_fpca_sdp(
+                S, factors, mean_vectors, d, mu, delta, float(self.tol), int(self.max_iter), log
+            )
+        except ValueError as exc:
+            if "infeasible" not in str(exc):
+                raise
+            raise ValueError(
+                f"ConvexFairPCA: the ADMM solver reports {exc}. Increase delta or use fewer "
+                "components."
+            ) from exc
+        self.converged_ = result.converged
+        self.solver_status_ = "optimal" if result.converged else "optimal_inaccurate"
+        self.objective_ = result.objective
+        self.duality_gap_ = result.gap
+        self.n_iter_ = result.n_iter
+        if not result.converged:
+            scale = max(abs(result.objective), abs(result.upper_bound))
+            warn(
+                f"ConvexFairPCA: the ADMM solver stopped after {result.n_iter} iterations with "
+                f"relative duality gap {result.gap / scale:.2e} (tol={self.tol:g}); the "
+                "components come from this inexact solution. Increase max_iter or tol.",
+                ConvergenceWarning,
+            )
+        return result.P, result.bounds
+
+    def _solve_cvxpy(self, S, mean_vectors, factors, d, mu, delta, log):
+        """Solve with cvxpy and SCS or Clarabel; set the solver attributes."""
+        P, bounds, problem = _solve_sdp(
+            S,
+            mean_vectors,
+            factors,
+            d,
+            mu,
+            delta,
+            self.solver,
+            float(self.tol),
+            int(self.max_iter),
+            self.verbose >= 2,
+        )
+        status = problem.status
+        n_iter = problem.solver_stats.num_iters
+        log("ConvexFairPCA: %s reports %s", self.solver, _residual_summary(problem))
+        if status in ("infeasible", "infeasible_inaccurate"):
+            raise ValueError(
+                f"ConvexFairPCA: the solver {self.solver} reports the SDP {status}: no P with "
+                f"trace n_components={d} keeps every pairwise mean difference within "
+                f"delta={delta:g}. Increase delta or use fewer components."
+            )
+        if status not in ("optimal", "optimal_inaccurate", "user_limit") or P is None:
+            raise RuntimeError(
+                f"ConvexFairPCA: the solver {self.solver} ended with status {status!r} "
+                f"and no usable solution ({_residual_summary(problem)})."
+            )
+        self.converged_ = status == "optimal"
+        self.solver_status_ = status
+        self.objective_ = float(problem.value)
+        self.duality_gap_ = None
+        self.n_iter_ = None if n_iter is None else int(n_iter)
+        if not self.converged_:
+            warn(
+                f"ConvexFairPCA: the solver {self.solver} stopped with status {status!r} "
+                f"after {n_iter} iterations ({_residual_summary(problem)}; tol={self.tol:g}); "
+                "the components come from this inexact solution. Increase max_iter or tol.",
+                ConvergenceWarning,
+            )
+        return P, bounds

@@ -1,0 +1,890 @@
+r"""ADMM over the Fantope for the FPCA semidefinite program (Olfat & Aswani, 2019).
+
+The SDP of :class:`fairpca.ConvexFairPCA`, in its working coordinates, is
+
+.. math::
+
+    \max_{P \in \mathcal F_d}\ \langle S, P\rangle
+        - \mu \sum_k \|F_k P\|_2^2
+    \quad\text{s.t.}\quad g_j^T P g_j \le \delta^2,
+
+with the Fantope :math:`\mathcal F_d = \{0 \preceq P \preceq I,\ \mathrm{tr}\,P = d\}`
+and :math:`\|F_k P\|_2^2 = \lambda_{\max}(P G_k P)` the covariance LMIs
+written as squared spectral norms. The alternating direction method of
+multipliers [Boyd2011]_ splits it as ``P = X`` (``X`` in the Fantope, projected
+by one eigendecomposition [Vu2013]_), ``F_k P = Z_k`` (the proximal map of
+``mu ||Z||_2^2`` clips the top singular values of ``Z`` to a common level) and
+``g_j^T P g_j = w_j`` (``w_j <= delta^2``). The ``P``-step is a linear system
+that is diagonal in the eigenbasis of ``I + sum_k F_k^T F_k`` (plus a rank-``J``
+correction for the mean constraints), formed once.
+
+The stopping rule is a certified duality gap: every few iterations the current
+``X`` is made feasible (mixed with a point that meets the mean constraints) and
+its objective is compared with the Lagrangian upper bound built from the
+multipliers ``y_k, beta_j``:
+
+.. math::
+
+    \sum_{i \le d} \lambda_i\Big(S - \mathrm{sym}\sum_k F_k^T y_k
+        - \sum_j \beta_j g_j g_j^T\Big)
+    + \delta^2 \sum_j \beta_j + \sum_k \frac{\|y_k\|_*^2}{4\mu},
+
+valid for any ``y_k`` and ``beta_j >= 0`` (the Fantope's support function is
+the sum of the ``d`` largest eigenvalues; the conjugate of ``mu ||.||_2^2`` is
+``||.||_*^2 / (4 mu)``).
+
+With many coordinates the problem is solved on a growing subspace
+(:func:`solve_fpca_sdp`): the same bound, evaluated in the full space with the
+restricted multipliers, certifies the restricted solution or names the
+directions to add. The mean constraints converge slowly (the certified point is
+``X`` mixed with a point of the constraints' complement, which costs objective
+until ``X`` itself is nearly feasible).
+
+References
+----------
+.. [Boyd2011] S. Boyd, N. Parikh, E. Chu, B. Peleato and J. Eckstein.
+   "Distributed Optimization and Statistical Learning via the Alternating
+   Direction Method of Multipliers." Foundations and Trends in Machine
+   Learning 3(1), 2011.
+.. [Vu2013] V. Q. Vu, J. Cho, J. Lei and K. Rohe. "Fantope Projection and
+   Selection: A near-optimal convex relaxation of sparse PCA." NeurIPS 2013.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import sparse
+from scipy.linalg import eigh, eigvalsh
+
+from fairpca._linalg import top_eigh
+
+__all__ = ["FantopeADMMResult", "fantope_projection", "solve_fantope_admm", "solve_fpca_sdp"]
+
+_INFEASIBLE = (
+    "the SDP is infeasible: no P in the Fantope of trace {d} keeps every pairwise mean "
+    "difference within delta"
+)
+#: Over-relaxation of the ADMM updates: 1 (none); 1.6 took more iterations on
+#: the subspace rounds (benchmarks/convex_admm.py data).
+_RELAXATION = 1.0
+#: Iterations between certificates (each costs about one ADMM iteration).
+_CHECK_EVERY = 10
+#: Residual imbalance that triggers a change of the penalty parameter.
+_RHO_IMBALANCE = 5.0
+#: Share of the spectrum above which a full eigendecomposition is cheaper than a subset.
+_FULL_SHARE = 0.3
+#: First penalty parameter, in units of ||S||_2.
+_RHO_START = 1.0
+#: Eigenvalues beyond the d-th looked at for a tie when the SDP has no constraints.
+_TIE_SEARCH = 8
+#: From this many coordinates on, the SDP is solved on growing subspaces.
+_SUBSPACE_FROM = 120
+#: Eigenvectors of S (beyond d) in the first subspace, and directions added per round.
+_SUBSPACE_START = 40
+_SUBSPACE_STEP = 20
+#: Smallest part of a new direction outside the current subspace that is added.
+_NEW_DIRECTION = 1e-3
+#: Relative gap to which the first subspace is solved.
+_FIRST_ROUND_TOL = 1e-3
+
+
+@dataclass
+class FantopeADMMResult:
+    """Outcome of :func:`solve_fantope_admm`.
+
+    Attributes
+    ----------
+    P : ndarray of shape (q, q)
+        Feasible point of the SDP with the best certified objective.
+    objective : float
+        Objective of ``P``: ``<S, P> - mu sum_k ||F_k P||_2^2``.
+    upper_bound : float
+        Smallest Lagrangian upper bound on the optimum found.
+    gap : float
+        ``upper_bound - objective`` (``>= 0`` up to rounding): ``P`` is optimal
+        within ``gap``.
+    bounds : ndarray of shape (n_pairs, 2)
+        ``||F_k P||_2^2 = lambda_max(P G_k P)`` of each pair's two LMIs.
+    n_iter : int
+        ADMM iterations run.
+    converged : bool
+        Whether ``gap <= tol * max(|objective|, |upper_bound|)``.
+    multipliers : list of ndarray
+        Final ``y_k`` of the LMI blocks (in the order of the non-None factors;
+        empty when ``mu = 0``).
+    mean_multipliers : ndarray of shape (J,) or None
+        Final ``beta_j >= 0`` of the mean constraints.
+    state : _ADMMState or None
+        Final iterates, to resume from.
+    """
+
+    P: np.ndarray
+    objective: float
+    upper_bound: float
+    gap: float
+    bounds: np.ndarray
+    n_iter: int
+    converged: bool
+    multipliers: list
+    mean_multipliers: np.ndarray | None
+    state: object = None
+
+
+# ---------------------------------------------------------------------------
+# proximal maps
+# ---------------------------------------------------------------------------
+
+
+def _fantope_shift(values, d):
+    """The ``theta`` with ``sum_i clip(values_i - theta, 0, 1) = d``.
+
+    The left side is continuous, non-increasing and piecewise linear in
+    ``theta`` with breakpoints at ``values_i`` and ``values_i - 1``; it is
+    evaluated at every breakpoint and interpolated.
+
+    Parameters
+    ----------
+    values : ndarray of shape (r,)
+        Eigenvalues, ``r > d``.
+    d : int
+
+    Returns
+    -------
+    theta : float
+    """
+    breaks = np.sort(np.concatenate((values, values - 1.0)))
+    mass = np.clip(values[None, :] - breaks[:, None], 0.0, 1.0).sum(axis=1)
+    # mass decreases along breaks; np.interp wants increasing abscissae.
+    return float(np.interp(d, mass[::-1], breaks[::-1]))
+
+
+def fantope_projection(A, d, rank=None):
+    """Euclidean projection of a symmetric matrix onto the Fantope ``F_d``.
+
+    With ``A = W diag(a) W^T``, the projection is ``W diag(clip(a - theta, 0, 1)) W^T``
+    with ``theta`` such that the trace is ``d`` [Vu2013]_. Only eigenvalues
+    above ``theta`` matter, so the top ``rank`` eigenpairs are computed, and
+    more only if the smallest of them is still above ``theta``.
+
+    Parameters
+    ----------
+    A : ndarray of shape (q, q)
+        Symmetric matrix, ``q >= d``.
+    d : int
+        Trace of the projection.
+    rank : int, optional
+        How many eigenpairs to try first (default ``2 d + 2``).
+
+    Returns
+    -------
+    vectors : ndarray of shape (q, r)
+        Orthonormal eigenvectors of the projection's non-zero eigenvalues.
+    values : ndarray of shape (r,)
+        Those eigenvalues, in ``(0, 1]``.
+    """
+    q = A.shape[0]
+    if q == d:
+        return np.eye(q), np.ones(q)
+    r = min(q, max(d + 1, 2 * d + 2 if rank is None else rank))
+    while True:
+        if r >= _FULL_SHARE * q:
+            r = q
+            a, W = eigh(A, driver="evd", check_finite=False)
+            a, W = a[::-1], W[:, ::-1]
+        else:
+            a, W = top_eigh(A, r)
+        theta = _fantope_shift(a, d)
+        # Eigenvalues not computed are below a[-1]; at or below theta they contribute nothing.
+        if r == q or a[-1] <= theta:
+            break
+        r = min(q, 2 * r)
+    values = np.clip(a - theta, 0.0, 1.0)
+    keep = values > 0
+    return W[:, keep], values[keep]
+
+
+def _clip_level(sigma, weight):
+    """Level ``c`` to which ``argmin weight ||Z||_2^2 + ||Z - Y||_F^2 / 2`` clips ``sigma``.
+
+    The optimal singular values are ``min(sigma_i, c)`` with
+    ``2 weight c = sum_i (sigma_i - c)_+``.
+
+    Parameters
+    ----------
+    sigma : ndarray of shape (r,)
+        The largest singular values of ``Y``, decreasing.
+    weight : float
+        ``mu / rho > 0``.
+
+    Returns
+    -------
+    level : float
+    n_clipped : int
+        How many of ``sigma`` exceed ``level``; ``len(sigma)`` means the
+        level is not determined by these values alone (more are needed)
+        unless they are all the singular values.
+    """
+    partial = np.cumsum(sigma)
+    k = np.arange(1, sigma.size + 1)
+    levels = partial / (k + 2.0 * weight)
+    below = np.append(sigma[1:], 0.0)
+    valid = np.flatnonzero(below <= levels)
+    if valid.size == 0:
+        return float(levels[-1]), sigma.size
+    first = int(valid[0])
+    return float(levels[first]), first + 1
+
+
+def squared_spectral_prox(Y, weight, rank=4):
+    """Proximal map of ``weight ||.||_2^2`` (squared spectral norm) at ``Y``.
+
+    ``argmin_Z weight ||Z||_2^2 + ||Z - Y||_F^2 / 2``: the singular values of
+    ``Y`` above a level ``c`` are lowered to ``c``. Only the top singular
+    triplets are computed, from the smaller Gram matrix of ``Y``.
+
+    Parameters
+    ----------
+    Y : ndarray of shape (m, q)
+    weight : float
+        ``> 0``.
+    rank : int, default=4
+        How many singular values to try first.
+
+    Returns
+    -------
+    Z : ndarray of shape (m, q)
+    n_clipped : int
+        Singular values lowered (a good first ``rank`` for the next call).
+    """
+    wide = Y.shape[0] <= Y.shape[1]
+    gram = Y @ Y.T if wide else Y.T @ Y
+    size = gram.shape[0]
+    r = min(size, max(1, rank))
+    while True:
+        if r >= _FULL_SHARE * size:
+            r = size
+            values, vectors = eigh(gram, driver="evd", check_finite=False)
+            values, vectors = values[::-1], vectors[:, ::-1]
+        else:
+            values, vectors = top_eigh(gram, r)
+        sigma = np.sqrt(np.clip(values, 0.0, None))
+        level, k = _clip_level(sigma, weight)
+        if k < r or r == size:
+            break
+        r = min(size, 2 * r)
+    if k == 0 or sigma[0] <= 0:
+        return Y.copy(), 0
+    shrink = 1.0 - level / sigma[:k]
+    U = vectors[:, :k]
+    if wide:
+        return Y - (U * shrink) @ (U.T @ Y), k
+    return Y - (Y @ U) * shrink @ U.T, k
+
+
+# ---------------------------------------------------------------------------
+# the ADMM
+# ---------------------------------------------------------------------------
+
+
+def _as_operator(F):
+    """``F`` as a dense array, or kept sparse when it is mostly zeros (diagonal factors)."""
+    if sparse.issparse(F) and F.nnz > 0.1 * F.shape[0] * F.shape[1]:
+        return F.toarray()
+    return F
+
+
+def _sym(A):
+    return 0.5 * (A + A.T)
+
+
+class _NormalEquations:
+    """Solver of the ``P``-step: ``sym(M P) + sum_j <h_j, P> h_j = R`` for symmetric ``P``.
+
+    ``M = I + sum_k F_k^T F_k`` and ``h_j = g_j g_j^T``. In the eigenbasis
+    ``E`` of ``M`` the first term is ``D * P~`` with
+    ``D_ab = (m_a + m_b) / 2``; the rank-``J`` term is removed by the
+    Sherman-Morrison-Woodbury identity with a ``J x J`` system.
+    """
+
+    def __init__(self, factors, mean_vectors, q):
+        M = np.eye(q)
+        for F in factors:
+            M += (F.T @ F).toarray() if sparse.issparse(F) else F.T @ F
+        off_diagonal = M - np.diag(np.diag(M))
+        if not off_diagonal.any():
+            m, self.basis = np.diag(M).copy(), None
+        else:
+            m, self.basis = eigh(M)
+        self.inverse = 2.0 / (m[:, None] + m[None, :])
+        self.vectors = None
+        if mean_vectors is not None and len(mean_vectors):
+            g = mean_vectors if self.basis is None else mean_vectors @ self.basis
+            self.vectors = g
+            products = g[:, None, :] * g[None, :, :]  # (J, J, q): g_i * g_j
+            coupling = np.einsum("ija,ab,ijb->ij", products, self.inverse, products)
+            self.system = np.eye(len(g)) + coupling
+
+    def solve(self, R):
+        R = R if self.basis is None else self.basis.T @ R @ self.basis
+        P = R * self.inverse
+        if self.vectors is not None:
+            g = self.vectors
+            rhs = np.einsum("ja,ab,jb->j", g, P, g)
+            c = np.linalg.solve(self.system, rhs)
+            P -= (g.T * c) @ g * self.inverse
+        return P if self.basis is None else self.basis @ P @ self.basis.T
+
+
+def _top_sum(C, d):
+    """Sum of the ``d`` largest eigenvalues of the symmetric ``C`` (LAPACK, certified)."""
+    q = C.shape[0]
+    return float(eigvalsh(C, subset_by_index=[q - d, q - 1], check_finite=False).sum())
+
+
+def _nuclear_norm(Y):
+    """Sum of the singular values of ``Y``, from the eigenvalues of its smaller Gram matrix."""
+    gram = Y @ Y.T if Y.shape[0] <= Y.shape[1] else Y.T @ Y
+    return float(np.sqrt(np.clip(eigvalsh(gram, check_finite=False), 0.0, None)).sum())
+
+
+def _penalties(factors, W, core):
+    """``||F_k P||_2^2`` for ``P = W core W^T``, orthonormal ``W``, via ``F_k W core``."""
+    out = []
+    for F in factors:
+        small = np.asarray(F @ W) @ core
+        out.append(float(np.linalg.norm(small, 2) ** 2) if small.size else 0.0)
+    return np.array(out)
+
+
+def _feasible_point(W, values, restore, mean_vectors, limits):
+    """A feasible point near the Fantope point ``X = W diag(values) W^T``.
+
+    ``X`` mixed with a feasible point ``R`` just enough that
+    ``(1 - s) g_j^T X g_j + s g_j^T R g_j <= limits_j`` for every ``j``
+    (the objective is concave, so the mixture loses at most ``s`` times the
+    difference of the two objectives).
+
+    Parameters
+    ----------
+    W : ndarray of shape (q, r)
+    values : ndarray of shape (r,)
+    restore : tuple (W_R, core_R, products_R)
+        The feasible point ``W_R core_R W_R^T`` and its ``g_j^T R g_j``.
+    mean_vectors : ndarray of shape (J, q) or None
+    limits : ndarray of shape (J,)
+
+    Returns
+    -------
+    point : tuple (W', C) or None
+        Orthonormal ``W'`` and a symmetric core ``C`` with ``P = W' C W'^T``;
+        None when no mixture meets the constraints.
+    """
+    core = np.diag(values)
+    if mean_vectors is None:
+        return W, core
+    gW = mean_vectors @ W
+    excess = np.einsum("ja,a,ja->j", gW, values, gW) - limits
+    if excess.max() <= 0:
+        return W, core
+    R, r_core, r_products = _nearby_restoration(W, values, restore, mean_vectors)
+    r_excess = r_products - limits
+    violated = excess > 0
+    if np.any(r_excess[violated] >= 0):
+        return None
+    weight = float(np.max(excess[violated] / (excess[violated] - r_excess[violated])))
+    if np.any((1 - weight) * excess + weight * r_excess > 1e-12 * limits):
+        return None
+    basis, triangle = np.linalg.qr(np.hstack((W, R)))
+    left, right = triangle[:, : W.shape[1]], triangle[:, W.shape[1] :]
+    core = (1 - weight) * (left * values) @ left.T + weight * right @ r_core @ right.T
+    return basis, _sym(core)
+
+
+def _nearby_restoration(W, values, restore, mean_vectors):
+    """A feasible point near ``X = W diag(values) W^T``: ``X`` kept off the ``g_j``, on the Fantope.
+
+    ``Pi X Pi`` (``Pi`` the projector onto the directions orthogonal to every
+    ``g_j``) meets ``g_j^T P g_j = 0`` but has lost trace; projecting it onto the
+    Fantope within the span of ``Pi W`` and of the first restoration point's
+    directions (which lie in the complement too) restores the trace and keeps
+    the constraints. When the complement has fewer than ``d`` directions the
+    first restoration point is used as it is.
+
+    Returns
+    -------
+    restore : tuple (W_R, core_R, products_R)
+    """
+    first, _, products, complement = restore
+    if complement is None:
+        return restore[:3]
+    d = first.shape[1]
+    compressed = W - complement @ (complement.T @ W)
+    compressed -= complement @ (complement.T @ compressed)
+    basis, _ = np.linalg.qr(np.hstack((compressed, first)))
+    inner = basis.T @ compressed
+    vectors, core_values = fantope_projection(_sym((inner * values) @ inner.T), d)
+    R = basis @ vectors
+    gR = mean_vectors @ R
+    return R, np.diag(core_values), np.einsum("ja,a,ja->j", gR, core_values, gR)
+
+
+def _restoration_point(S, mean_vectors, d):
+    """A first feasible point: PCA on the directions orthogonal to every ``g_j``.
+
+    Where those leave fewer than ``d`` directions, the bottom-``d``
+    eigenprojector of ``sum_j g_j g_j^T`` (the Fantope point with the smallest
+    ``sum_j g_j^T P g_j``; it may violate a constraint, and then no point is
+    certified until the iterates give one).
+
+    Returns
+    -------
+    restore : tuple (W, core, products, span)
+        ``P = W core W^T``, its ``g_j^T P g_j``, and an orthonormal basis of the
+        span of the ``g_j`` (None when its complement is too small).
+    """
+    span, singular, _ = np.linalg.svd(mean_vectors.T, full_matrices=False)
+    span = span[:, singular > singular[0] * max(mean_vectors.shape) * np.finfo(float).eps]
+    complement = None
+    if S.shape[0] - span.shape[1] >= d:
+        # Power iterations would do; one projected eigendecomposition is simpler.
+        projected = S - span @ (span.T @ S)
+        projected -= (projected @ span) @ span.T
+        _, W = top_eigh(_sym(projected), d)
+        W -= span @ (span.T @ W)
+        W, _ = np.linalg.qr(W)
+        complement = span
+    else:
+        _, W = eigh(mean_vectors.T @ mean_vectors, subset_by_index=[0, d - 1])
+    gW = mean_vectors @ W
+    return W, np.eye(d), np.einsum("ja,ja->j", gW, gW), complement
+
+
+def certified_infeasible(mean_vectors, weights, d, limits):
+    """Whether ``weights >= 0`` prove that no Fantope point meets ``g_j^T P g_j <= limits_j``.
+
+    For any ``beta >= 0``, ``min_{P in F_d} sum_j beta_j g_j^T P g_j`` is the sum
+    of the ``d`` smallest eigenvalues of ``sum_j beta_j g_j g_j^T``; if it exceeds
+    ``sum_j beta_j limits_j`` some constraint fails at every ``P``.
+    """
+    beta = np.clip(weights, 0.0, None)
+    if not beta.any():
+        return False
+    H = (mean_vectors.T * beta) @ mean_vectors
+    low = eigvalsh(H, subset_by_index=[0, d - 1], check_finite=False).sum()
+    return bool(low > (beta @ limits) * (1 + 1e-9))
+
+
+@dataclass
+class _ADMMState:
+    """Iterates of the ADMM, to resume it (on a larger subspace, padded with zeros)."""
+
+    X: np.ndarray
+    Z: list
+    w: np.ndarray | None
+    U: np.ndarray
+    V: list
+    u: np.ndarray | None
+    rho: float
+
+    def padded(self, size, rows):
+        """The state in ``size`` coordinates whose first ones are the current ones.
+
+        ``rows`` are the new row counts of the LMI factors.
+        """
+
+        def pad(A, shape):
+            out = np.zeros(shape)
+            out[: A.shape[0], : A.shape[1]] = A
+            return out
+
+        square = (size, size)
+        return _ADMMState(
+            pad(self.X, square),
+            [pad(z, (m, size)) for z, m in zip(self.Z, rows, strict=True)],
+            self.w,
+            pad(self.U, square),
+            [pad(v, (m, size)) for v, m in zip(self.V, rows, strict=True)],
+            self.u,
+            self.rho,
+        )
+
+
+def solve_fantope_admm(
+    S, factors, mean_vectors, limits, d, mu, tol, max_iter, log=None, state=None
+):
+    """Solve the FPCA SDP by ADMM over the Fantope, to a certified relative gap ``tol``.
+
+    Parameters
+    ----------
+    S : ndarray of shape (q, q)
+        Symmetric objective matrix.
+    factors : list of list of (sparse matrix or None)
+        ``[F+, F-]`` of each pair of groups (``None``: that LMI holds with
+        ``t = 0``); empty without covariance constraints.
+    mean_vectors : ndarray of shape (J, q) or None
+        ``g_j`` of the constraints ``g_j^T P g_j <= limits_j`` (unit rows scale
+        best); None when the
+        coordinates already make them exact.
+    d : int
+        Trace of ``P``, ``1 <= d <= q``.
+    limits : ndarray of shape (J,) or None
+        Upper bounds of the mean constraints.
+    mu : float
+        Covariance penalty.
+    tol : float
+        Relative duality gap at which to stop.
+    max_iter : int
+        Iteration limit.
+    log : callable, optional
+        ``log(message, *args)`` at every certificate.
+    state : _ADMMState, optional
+        Iterates to resume from (default: ``X`` the top-``d`` eigenprojector
+        of ``S``, i.e. PCA, and multipliers zero).
+
+    Returns
+    -------
+    FantopeADMMResult
+
+    Raises
+    ------
+    ValueError
+        If the mean constraints are certified infeasible (message contains
+        "infeasible").
+    """
+    q = S.shape[0]
+    pairs = len(factors)
+    flat = [(a, b, _as_operator(F)) for a, pair in enumerate(factors) for b, F in enumerate(pair)]
+    flat = [(a, b, F) for a, b, F in flat if F is not None]
+    lmis = [F for _, _, F in flat] if mu > 0 else []
+    G = mean_vectors if mean_vectors is not None and len(mean_vectors) else None
+
+    def finish(W, core, objective, upper, n_iter, converged, y=(), beta=None, state=None):
+        P = _sym((W @ core) @ W.T)
+        bounds = np.zeros((pairs, 2))
+        for (a, b, _), value in zip(
+            flat, _penalties([F for _, _, F in flat], W, core), strict=True
+        ):
+            bounds[a, b] = value
+        return FantopeADMMResult(
+            P,
+            objective,
+            upper,
+            max(upper - objective, 0.0),
+            bounds,
+            n_iter,
+            converged,
+            list(y),
+            beta,
+            state,
+        )
+
+    if not lmis and G is None:
+        # max <S, P> over the Fantope is the sum of the top d eigenvalues (Ky Fan). With
+        # the d-th tied, every mixture of the tied eigenvectors is optimal; the one with
+        # equal weights on them (the interior-point solvers' answer) shows the tie.
+        values, vectors = top_eigh(S, min(q, d + _TIE_SEARCH))
+        scale = max(abs(values[0]), np.finfo(float).tiny)
+        tied = np.abs(values - values[d - 1]) <= tol * scale
+        weights = np.where(values > values[d - 1] + tol * scale, 1.0, 0.0)
+        weights[tied] = (d - weights.sum()) / tied.sum()
+        keep = weights > 0
+        value = float(values[:d].sum())
+        return finish(vectors[:, keep], np.diag(weights[keep]), value, value, 0, True)
+    values, vectors = top_eigh(S, d)
+
+    restore = None
+    if G is not None:
+        if certified_infeasible(G, np.ones(len(G)), d, limits):
+            raise ValueError(_INFEASIBLE.format(d=d))
+        restore = _restoration_point(S, G, d)
+
+    normal = _NormalEquations(lmis, G, q)
+    if state is None:
+        # Warm start at PCA: the top-d eigenprojector of S, multipliers zero.
+        Xw, Xv = vectors, np.ones(d)
+        X = vectors @ vectors.T
+        Z = [np.asarray(F @ X) for F in lmis]
+        w = np.minimum(np.einsum("ja,ab,jb->j", G, X, G), limits) if G is not None else None
+        U = np.zeros((q, q))
+        V = [np.zeros_like(z) for z in Z]
+        u = np.zeros(len(G)) if G is not None else None
+        rho = _RHO_START * max(np.linalg.norm(S, 2), np.finfo(float).tiny)
+    else:
+        X, Z, w, U, V, u, rho = (
+            state.X,
+            state.Z,
+            state.w,
+            state.U.copy(),
+            [v.copy() for v in state.V],
+            None if state.u is None else state.u.copy(),
+            state.rho,
+        )
+        Xw, Xv = fantope_projection(X, d)
+    ranks = [4] * len(lmis)
+    fantope_rank = 2 * d + 2
+    best = None  # (objective, W, core)
+    upper = np.inf
+    alpha = _RELAXATION
+    converged = False
+    n_iter = 0
+    for n_iter in range(1, max_iter + 1):
+        R = S / rho + X - U
+        if lmis:
+            T = sum(np.asarray(F.T @ (z - v)) for F, z, v in zip(lmis, Z, V, strict=True))
+            R += _sym(T)
+        if G is not None:
+            R += (G.T * (w - u)) @ G
+        P = _sym(normal.solve(R))
+        FP = [np.asarray(F @ P) for F in lmis]
+        gP = np.einsum("ja,ab,jb->j", G, P, G) if G is not None else None
+
+        X_old, Z_old, w_old = X, Z, w
+        P_hat = alpha * P + (1 - alpha) * X
+        Xw, Xv = fantope_projection(P_hat + U, d, fantope_rank)
+        fantope_rank = Xv.size + d + 2
+        X = (Xw * Xv) @ Xw.T
+        U += P_hat - X
+        Z = []
+        for i, (fp, z_old, v) in enumerate(zip(FP, Z_old, V, strict=True)):
+            y_hat = alpha * fp + (1 - alpha) * z_old
+            z, ranks[i] = squared_spectral_prox(y_hat + v, mu / rho, ranks[i] + 2)
+            v += y_hat - z
+            Z.append(z)
+        if G is not None:
+            g_hat = alpha * gP + (1 - alpha) * w_old
+            w = np.minimum(g_hat + u, limits)
+            u += g_hat - w
+
+        if n_iter % _CHECK_EVERY and n_iter != max_iter:
+            continue
+        # Certificate: a feasible point's objective against the Lagrangian bound.
+        point = _feasible_point(Xw, Xv, restore, G, limits)
+        if point is not None:
+            Wf, core = point
+            objective = float(np.sum((Wf.T @ S @ Wf) * core))
+            if lmis:
+                objective -= mu * _penalties(lmis, Wf, core).sum()
+            if best is None or objective > best[0]:
+                best = (objective, Wf, core)
+        C = S.copy()
+        bound = 0.0
+        if lmis:
+            y = [rho * v for v in V]
+            C -= _sym(sum(np.asarray(F.T @ yk) for F, yk in zip(lmis, y, strict=True)))
+            bound += sum(_nuclear_norm(yk) ** 2 for yk in y) / (4 * mu)
+        if G is not None:
+            beta = np.clip(rho * u, 0.0, None)
+            if certified_infeasible(G, beta, d, limits):
+                raise ValueError(_INFEASIBLE.format(d=d))
+            C -= (G.T * beta) @ G
+            bound += beta @ limits
+        upper = min(upper, _top_sum(_sym(C), d) + bound)
+        # Residuals, for the penalty parameter.
+        primal = [np.linalg.norm(P - X)] + [
+            np.linalg.norm(f - z) for f, z in zip(FP, Z, strict=True)
+        ]
+        dual_change = X - X_old
+        if lmis:
+            dual_change = dual_change + _sym(
+                sum(np.asarray(F.T @ (z - zo)) for F, z, zo in zip(lmis, Z, Z_old, strict=True))
+            )
+        if G is not None:
+            primal.append(np.linalg.norm(gP - w))
+            dual_change = dual_change + (G.T * (w - w_old)) @ G
+        r_primal = np.linalg.norm(primal) / max(np.linalg.norm(P), np.linalg.norm(X), 1e-300)
+        scaled_dual = U.copy()
+        if lmis:
+            scaled_dual += _sym(sum(np.asarray(F.T @ v) for F, v in zip(lmis, V, strict=True)))
+        if G is not None:
+            scaled_dual += (G.T * u) @ G
+        r_dual = np.linalg.norm(dual_change) / max(np.linalg.norm(scaled_dual), 1e-300)
+        if best is not None:
+            scale = max(abs(best[0]), abs(upper), np.finfo(float).tiny)
+            gap = upper - best[0]
+            if log is not None:
+                log(
+                    "ADMM iteration %d: objective %.10g, bound %.10g, relative gap %.2e, rho %.3g",
+                    n_iter,
+                    best[0],
+                    upper,
+                    gap / scale,
+                    rho,
+                )
+            if gap <= tol * scale:
+                converged = True
+                break
+        if r_primal > 0 and r_dual > 0:
+            ratio = np.sqrt(r_primal / r_dual)
+            if ratio > _RHO_IMBALANCE or ratio < 1 / _RHO_IMBALANCE:
+                factor = float(np.clip(ratio, 1e-2, 1e2))
+                rho *= factor
+                U /= factor
+                for v in V:
+                    v /= factor
+                if u is not None:
+                    u /= factor
+    if best is None:
+        raise ValueError(
+            f"ADMM found no point meeting the mean constraints in {n_iter} iterations: "
+            "the SDP may be infeasible"
+        )
+    objective, Wf, core = best
+    y = [rho * v for v in V]
+    beta = None if G is None else np.clip(rho * u, 0.0, None)
+    state = _ADMMState(X, Z, w, U, V, u, rho)
+    return finish(Wf, core, objective, upper, n_iter, converged, y, beta, state)
+
+
+# ---------------------------------------------------------------------------
+# growing subspaces, for many features
+# ---------------------------------------------------------------------------
+
+
+def _restricted_problem(S, lmis, G, B):
+    """The SDP restricted to ``P = B P' B^T``: ``B^T S B``, ``Q_k, R_k`` of ``F_k B``, ``G B``.
+
+    ``||F_k B P' B^T||_2 = ||R_k P'||_2``, so the restricted problem is the
+    same SDP in ``B.shape[1]`` coordinates with square factors.
+    """
+    Qs, Rs = [], []
+    for F in lmis:
+        Qk, Rk = np.linalg.qr(np.asarray(F @ B))
+        Qs.append(Qk)
+        Rs.append(Rk)
+    return _sym(B.T @ S @ B), Qs, Rs, (None if G is None else G @ B)
+
+
+def _full_bound(S, lmis, G, limits, B, Qs, result, mu, d, n_vectors):
+    """Lagrangian upper bound of the full SDP from a restricted solve's multipliers.
+
+    The restricted multiplier ``y'_k`` of ``R_k P' = Z'_k`` is the full
+    ``y_k = Q_k y'_k B^T`` (same nuclear norm), so the bound of the module
+    docstring applies with ``sym(sum_k F_k^T y_k) = sym(T B^T)``,
+    ``T = sum_k (F_k^T Q_k) y'_k``.
+
+    Returns
+    -------
+    bound : float
+    vectors : ndarray of shape (q, n_vectors)
+        Top eigenvectors of the bound's matrix: the directions the full
+        problem would use.
+    """
+    C = S.copy()
+    bound = 0.0
+    if lmis:
+        T = sum(
+            np.asarray(F.T @ Qk) @ yk
+            for F, Qk, yk in zip(lmis, Qs, result.multipliers, strict=True)
+        )
+        C -= _sym(T @ B.T)
+        bound += sum(_nuclear_norm(yk) ** 2 for yk in result.multipliers) / (4 * mu)
+    if G is not None:
+        beta = result.mean_multipliers
+        C -= (G.T * beta) @ G
+        bound += beta @ limits
+    values, vectors = top_eigh(_sym(C), n_vectors)
+    return float(values[:d].sum()) + bound, vectors
+
+
+def _unit_constraints(mean_vectors, delta):
+    """``g^T P g <= delta^2`` as ``u^T P u <= delta^2 / ||g||^2``, unit ``u``; drops redundant ones.
+
+    Unit rows put the mean block of the ADMM on the scale of the others.
+    """
+    if mean_vectors is None or not len(mean_vectors):
+        return None, None
+    norms = np.linalg.norm(mean_vectors, axis=1)
+    # g^T P g <= ||g||^2 on the Fantope: a constraint with delta >= ||g|| never binds.
+    keep = norms > delta
+    if not keep.any():
+        return None, None
+    return mean_vectors[keep] / norms[keep, None], delta**2 / norms[keep] ** 2
+
+
+def solve_fpca_sdp(S, factors, mean_vectors, d, mu, delta, tol, max_iter, log=None):
+    """Solve the FPCA SDP; with many coordinates, on a growing subspace.
+
+    Up to ``_SUBSPACE_FROM`` coordinates this is :func:`solve_fantope_admm`.
+    Beyond, the SDP is solved by ADMM restricted to ``P = B P' B^T`` for an
+    orthonormal ``B`` (first the top eigenvectors of ``S``), and the restricted
+    multipliers give an upper bound for the full problem (:func:`_full_bound`).
+    The restricted solution is feasible for the full problem, so a small gap
+    certifies it; otherwise ``B`` is extended by the top eigenvectors of the
+    bound's matrix outside its span (the directions whose Lagrangian value
+    exceeds the restricted one) and the restricted problem is solved again
+    from the previous solution. Every iteration then costs ``O(q'^3)`` for
+    ``q' = B.shape[1]`` instead of ``O(q^3)``, and the full space is touched
+    once per round.
+
+    Parameters and returns as :func:`solve_fantope_admm`; ``n_iter`` counts the
+    ADMM iterations of every round.
+    """
+    q = S.shape[0]
+    G, limits = _unit_constraints(mean_vectors, delta)
+    if q <= _SUBSPACE_FROM:
+        return solve_fantope_admm(S, factors, G, limits, d, mu, tol, max_iter, log)
+    flat = [(a, b, _as_operator(F)) for a, pair in enumerate(factors) for b, F in enumerate(pair)]
+    flat = [(a, b, F) for a, b, F in flat if F is not None]
+    lmis = [F for _, _, F in flat] if mu > 0 else []
+    n_vectors = min(q, d + _SUBSPACE_STEP)
+    _, B = top_eigh(S, min(q, _SUBSPACE_START + d))
+    if G is not None:
+        # The restoration point's directions keep every restricted problem feasible.
+        B, _ = np.linalg.qr(np.hstack((B, _restoration_point(S, G, d)[0])))
+    state, total, upper, inner_tol = None, 0, np.inf, max(tol, _FIRST_ROUND_TOL)
+    while True:
+        S_r, Qs, Rs, G_r = _restricted_problem(S, lmis, G, B)
+        if state is not None:
+            state = state.padded(B.shape[1], [Rk.shape[0] for Rk in Rs])
+        result = solve_fantope_admm(
+            S_r, [[Rk] for Rk in Rs], G_r, limits, d, mu, inner_tol, max_iter - total, None, state
+        )
+        total += result.n_iter
+        state = result.state
+        bound, vectors = _full_bound(S, lmis, G, limits, B, Qs, result, mu, d, n_vectors)
+        upper = min(upper, bound)
+        scale = max(abs(result.objective), abs(upper), np.finfo(float).tiny)
+        gap = upper - result.objective
+        if log is not None:
+            log(
+                "subspace of %d coordinates: %d ADMM iterations, objective %.10g, full bound "
+                "%.10g, relative gap %.2e",
+                B.shape[1],
+                result.n_iter,
+                result.objective,
+                upper,
+                gap / scale,
+            )
+        converged = gap <= tol * scale
+        if converged or total >= max_iter:
+            break
+        # The next round is solved a decade beyond the gap reached, down to tol.
+        inner_tol = max(tol / 4, min(inner_tol, gap / scale) / 10)
+        outside = vectors - B @ (B.T @ vectors)
+        outside = outside[:, np.linalg.norm(outside, axis=0) > _NEW_DIRECTION]
+        if outside.shape[1] == 0:
+            # The subspace holds the bound's directions: only accuracy is missing.
+            continue
+        if B.shape[1] + outside.shape[1] > _FULL_SHARE * q:
+            return solve_fantope_admm(S, factors, G, limits, d, mu, tol, max_iter, log)
+        new, _ = np.linalg.qr(outside - B @ (B.T @ outside))
+        new, _ = np.linalg.qr(new - B @ (B.T @ new))  # once more, for orthogonality to rounding
+        B = np.hstack((B, new))
+    P = _sym(B @ result.P @ B.T)
+    bounds = np.zeros((len(factors), 2))
+    W, core = B, result.P
+    for (a, b, _), value in zip(flat, _penalties([F for _, _, F in flat], W, core), strict=True):
+        bounds[a, b] = value
+    return FantopeADMMResult(
+        P,
+        result.objective,
+        upper,
+        max(upper - result.objective, 0.0),
+        bounds,
+        total,
+        bool(converged),
+        [],
+        None,
+    )

@@ -1,0 +1,200 @@
+"""Tests of the ADMM solver of the FPCA SDP (``ConvexFairPCA(solver="ADMM")``).
+
+Oracles: cvxpy with Clarabel for the proximal maps and for the SDP itself (the
+independent formulation of ``test_convex.py``, written from the raw rows), and
+the closed forms where there are some.
+"""
+
+import sys
+import warnings
+from pathlib import Path
+
+import cvxpy as cp
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+
+import fairpca._fantope_admm as admm
+from fairpca import ConvexFairPCA
+from fairpca.datasets import make_mmd_synthetic2
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_convex import _data, _objective_at, _oracle, _problem_data  # noqa: E402
+
+
+def _projector(components):
+    return components.T @ components
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("d", [1, 3])
+def test_fantope_projection_against_clarabel(seed, d):
+    rng = np.random.default_rng(seed)
+    q = 7
+    A = rng.standard_normal((q, q))
+    A = A + A.T
+    W, values = admm.fantope_projection(A, d, rank=d + 1)  # forces the growing search
+    ours = (W * values) @ W.T
+    X = cp.Variable((q, q), symmetric=True)
+    problem = cp.Problem(
+        cp.Minimize(cp.sum_squares(X - A)), [X >> 0, np.eye(q) - X >> 0, cp.trace(X) == d]
+    )
+    problem.solve(solver="CLARABEL")
+    np.testing.assert_allclose(ours, X.value, atol=1e-6)
+    assert np.trace(ours) == pytest.approx(d)
+
+
+@pytest.mark.parametrize(("shape", "weight"), [((5, 8), 0.3), ((8, 5), 2.0), ((6, 6), 50.0)])
+def test_squared_spectral_prox_against_clarabel(shape, weight):
+    Y = np.random.default_rng(1).standard_normal(shape)
+    Z, clipped = admm.squared_spectral_prox(Y, weight, rank=1)
+    V = cp.Variable(shape)
+    cp.Problem(
+        cp.Minimize(weight * cp.square(cp.sigma_max(V)) + 0.5 * cp.sum_squares(V - Y))
+    ).solve(solver="CLARABEL")
+
+    def objective(M):
+        return weight * np.linalg.norm(M, 2) ** 2 + 0.5 * np.sum((M - Y) ** 2)
+
+    # The closed form is exact: no worse than the interior-point answer, and near it.
+    assert objective(Z) <= objective(V.value) + 1e-9
+    np.testing.assert_allclose(Z, V.value, atol=1e-4)
+    assert clipped >= 1
+
+
+CASES = [
+    # (n_features, n_groups, mu, delta, constraints)
+    (6, 2, 0.01, 0.1, "both"),
+    (6, 2, 0.05, 0.0, "both"),
+    (6, 2, 0.02, 0.3, "mean"),
+    (6, 2, 0.05, 0.05, "both"),
+    (8, 2, 1.0, 0.1, "both"),
+    (7, 3, 0.05, 0.0, "both"),
+]
+
+
+@pytest.mark.parametrize(("p", "k", "mu", "delta", "constraints"), CASES)
+def test_admm_equals_clarabel_and_certifies_its_gap(p, k, mu, delta, constraints):
+    X, s = _data(n_features=p, n_groups=k)
+    d = 2
+    est = ConvexFairPCA(
+        n_components=d,
+        mu=mu,
+        delta=delta,
+        constraints=constraints,
+        solver="ADMM",
+        tol=1e-8,
+        max_iter=50000,
+    ).fit(X, sensitive_features=s)
+    assert est.converged_ and est.solver_status_ == "optimal"
+    S, fs, Gs = _problem_data(X, s, constraints)
+    # Clarabel on the same SDP (in the estimator's working coordinates, where delta = 0
+    # is exact) and on the independent formulation from the raw rows (where it is an
+    # equality met to Clarabel's tolerance, which lets its optimum rise by about 1e-6).
+    clarabel = ConvexFairPCA(
+        n_components=d, mu=mu, delta=delta, constraints=constraints, solver="CLARABEL", tol=1e-9
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        clarabel.fit(X, sensitive_features=s)
+    reference = clarabel.objective_
+    assert est.objective_ == pytest.approx(reference, rel=1e-6, abs=1e-9)
+    assert est.objective_ == pytest.approx(_oracle(S, fs, Gs, d, mu, delta), rel=1e-5)
+    # The returned P is feasible and has the reported objective.
+    P = est.relaxed_projection_
+    eig = np.linalg.eigvalsh(P)
+    assert eig[0] >= -1e-10 and eig[-1] <= 1 + 1e-10 and np.trace(P) == pytest.approx(d)
+    for f in fs:
+        assert f @ P @ f <= delta**2 * (1 + 1e-9) + 1e-12
+    assert _objective_at(S, Gs, mu, P) == pytest.approx(est.objective_, rel=1e-9, abs=1e-12)
+    # The certified gap brackets the optimum: objective <= optimum <= objective + gap.
+    assert 0 <= est.duality_gap_ <= 1e-8 * abs(est.objective_) + 1e-15
+    assert reference <= est.objective_ + est.duality_gap_ + 1e-7 * abs(reference)
+    # Same top-d subspace as Clarabel (the mean-only case differs by 1.2e-4).
+    gap = np.linalg.norm(_projector(est.components_) - _projector(clarabel.components_), 2)
+    assert gap <= 2e-4
+
+
+def test_growing_subspaces_reach_the_full_problem_optimum(monkeypatch):
+    X, s = make_mmd_synthetic2(n_features=40, n_per_group=240, random_state=0)
+    X = (X - X.mean(axis=0)) / X.std(axis=0)
+    settings = {"n_components": 5, "mu": 0.01, "delta": 0.0, "solver": "ADMM", "tol": 1e-7}
+    direct = ConvexFairPCA(**settings).fit(X, sensitive_features=s)
+    monkeypatch.setattr(admm, "_SUBSPACE_FROM", 10)
+    monkeypatch.setattr(admm, "_SUBSPACE_START", 0)
+    monkeypatch.setattr(admm, "_SUBSPACE_STEP", 2)
+    monkeypatch.setattr(admm, "_FULL_SHARE", 0.9)  # no fall-back to the full problem
+    rounds = []
+    original = admm._full_bound
+
+    def counting(*args):
+        rounds.append(args[4].shape[1])
+        return original(*args)
+
+    monkeypatch.setattr(admm, "_full_bound", counting)
+    grown = ConvexFairPCA(**settings).fit(X, sensitive_features=s)
+    assert len(rounds) >= 2 and rounds[0] < rounds[-1] < 39  # it grew, and stayed small
+    assert grown.converged_ and grown.duality_gap_ <= 1e-7 * abs(grown.objective_)
+    assert grown.objective_ == pytest.approx(direct.objective_, rel=2e-7)
+    scs = ConvexFairPCA(**{**settings, "solver": "SCS", "tol": 1e-8}).fit(X, sensitive_features=s)
+    assert grown.objective_ == pytest.approx(scs.objective_, rel=1e-5)
+    diff = np.linalg.norm(_projector(grown.components_) - _projector(scs.components_), 2)
+    assert diff <= 1e-3
+
+
+def test_unconstrained_sdp_is_pca_in_closed_form_and_ties_are_split_evenly():
+    base = np.array([[2, 0, 0], [-2, 0, 0], [0, 1, 0], [0, -1, 0], [0, 0, 1], [0, 0, -1]], float)
+    X, s = np.vstack([base, base]), np.repeat([0, 1], 6)
+    with pytest.warns(UserWarning, match="eigenvalues 2 and 3 of the SDP solution"):
+        est = ConvexFairPCA(n_components=2, solver="ADMM").fit(X, sensitive_features=s)
+    assert est.n_iter_ == 0 and est.duality_gap_ == 0
+    np.testing.assert_allclose(np.linalg.eigvalsh(est.relaxed_projection_), [0.5, 0.5, 1.0])
+
+
+def test_infeasible_mean_constraints_raise():
+    rng = np.random.default_rng(0)
+    centres = 3.0 * np.vstack([np.eye(3), np.zeros(3)])
+    s = np.repeat(np.arange(4), 40)
+    X = centres[s] + rng.standard_normal((160, 3))
+    est = ConvexFairPCA(n_components=2, delta=1e-3, solver="ADMM")
+    with pytest.raises(ValueError, match="ADMM solver reports the SDP is infeasible"):
+        est.fit(X, sensitive_features=s)
+    assert not hasattr(est, "components_")
+
+
+def test_iteration_limit_warns_with_the_gap_and_returns_a_feasible_point():
+    X, s = _data()
+    est = ConvexFairPCA(n_components=2, mu=0.05, delta=0.05, solver="ADMM", max_iter=20)
+    with pytest.warns(ConvergenceWarning, match=r"after 20 iterations with relative duality gap"):
+        est.fit(X, sensitive_features=s)
+    assert not est.converged_ and est.solver_status_ == "optimal_inaccurate"
+    assert est.duality_gap_ > 1e-6 * abs(est.objective_)
+    S, fs, Gs = _problem_data(X, s)
+    assert est.objective_ <= _oracle(S, fs, Gs, 2, 0.05, 0.05) + 1e-9
+    for f in fs:
+        assert f @ est.relaxed_projection_ @ f <= 0.05**2 * (1 + 1e-9)
+
+
+def test_admm_needs_no_cvxpy(monkeypatch):
+    X, s = _data()
+    monkeypatch.setitem(sys.modules, "cvxpy", None)
+    est = ConvexFairPCA(n_components=2, delta=0.0, solver="ADMM").fit(X, sensitive_features=s)
+    assert est.converged_
+
+
+@pytest.mark.requires_data
+def test_admm_on_a_lee2022_compas_split_against_clarabel():
+    from fairpca.experiments import lee2022
+
+    split = lee2022("compas", split=0)
+    settings = {"n_components": 2, "mu": 0.01, "delta": 0.0}
+    ours = ConvexFairPCA(**settings, solver="ADMM", tol=1e-8, max_iter=50000)
+    ours.fit(split.X_train, sensitive_features=split.s_train)
+    reference = ConvexFairPCA(**settings, solver="CLARABEL", tol=1e-9)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        reference.fit(split.X_train, sensitive_features=split.s_train)
+    assert ours.converged_
+    assert ours.objective_ == pytest.approx(reference.objective_, rel=1e-6)
+    diff = np.linalg.norm(_projector(ours.components_) - _projector(reference.components_), 2)
+    assert diff <= 1e-4
