@@ -296,3 +296,153 @@ def test_weighted_moments_equal_repeated_rows():
     for bad, match in ((-w, "non-negative"), (w[:10], "one weight per row"), (0 * w, "zero")):
         with pytest.raises(ValueError, match=match):
             GroupMoments.from_arrays(X, s, sample_weight=bad)
+
+
+# ------------------------------------- the pooled route: one Gram per block, minus the others'
+def _reference(X, s, Z=None, w=None):
+    """Counts, means and scatters of each group in extended precision (np.longdouble)."""
+    rows = X if Z is None else np.column_stack([X, Z])
+    rows = rows.astype(np.longdouble)
+    w = np.ones(len(s), dtype=np.longdouble) if w is None else np.asarray(w, np.longdouble)
+    out = {}
+    for g in np.unique(s):
+        x, v = rows[s == g], w[s == g]
+        mean = (v[:, None] * x).sum(axis=0) / v.sum()
+        d = x - mean
+        out[g] = (v.sum(), mean, np.einsum("i,ij,ik->jk", v, d, d))
+    return out
+
+
+def _assert_equals_reference(m, X, s, Z=None, w=None, rtol=1e-12):
+    """Moments equal the extended-precision ones: means to rtol of their size, scatters to
+    rtol of their largest entry (entries near zero are rounding on that scale)."""
+    ref = _reference(X, s, Z, w)
+    assert list(m.groups) == list(ref)
+    means, scatters = m._joint()
+    for a, g in enumerate(m.groups):
+        count, mean, scatter = (np.asarray(v, dtype=np.float64) for v in ref[g])
+        np.testing.assert_allclose(m.counts[a], count, rtol=1e-14)
+        spread = np.sqrt(np.diagonal(scatter).max() / count)
+        np.testing.assert_allclose(means[a], mean, rtol=rtol, atol=rtol * spread)
+        np.testing.assert_allclose(scatters[a], scatter, rtol=0, atol=rtol * np.abs(scatter).max())
+
+
+@pytest.fixture(params=["per-group", "pooled"])
+def route(request, monkeypatch, small_blocks):
+    """Force one route in blocks of 64 rows: each group copied, or the pooled Gram.
+
+    Blocks of a single group take the pooled route on both (nothing is subtracted there).
+    """
+    monkeypatch.setattr(
+        moments_module, "_POOLED_BELOW", 0.0 if request.param == "per-group" else np.inf
+    )
+    return request.param
+
+
+def _unequal_groups(rng, n, n_groups):
+    """Labels of ``n_groups`` groups of unequal sizes, the last one of 3 rows, interleaved."""
+    p = rng.dirichlet(np.ones(n_groups - 1)) if n_groups > 1 else np.ones(1)
+    s = rng.choice(n_groups - 1, size=n - 3, p=p) if n_groups > 1 else np.zeros(n - 3, int)
+    return rng.permutation(np.concatenate([s, np.full(3, n_groups - 1)]))
+
+
+@pytest.mark.parametrize("n_groups", [1, 2, 3, 10])
+@pytest.mark.parametrize("kind", ["plain", "weights", "covariates", "both"])
+def test_moments_equal_an_extended_precision_computation(route, n_groups, kind):
+    rng = np.random.default_rng(20 + n_groups)
+    n = 1500
+    s = _unequal_groups(rng, n, n_groups) if n_groups > 1 else np.zeros(n, int)
+    X = rng.normal(size=(n, 5)) @ rng.normal(size=(5, 5)) + [0, 3, -2, 50, 0]
+    Z = rng.normal(size=(n, 2)) + X[:, :2] if kind in ("covariates", "both") else None
+    w = rng.uniform(0, 3, size=n) if kind in ("weights", "both") else None
+    m = GroupMoments.from_arrays(X, s, Z, sample_weight=w)
+    _assert_equals_reference(m, X, s, Z, w)
+
+
+@pytest.mark.parametrize("far", [0.0, 1e4])
+def test_large_offset_keeps_its_accuracy(route, far):
+    # Offset 1e8 with unit spread; with far > 0 one group sits 1e4 further out. X - 1e8 is
+    # exact (Sterbenz's lemma), so the moments of the centred data are the reference.
+    rng = np.random.default_rng(30)
+    n = 2000
+    s = rng.choice(3, size=n, p=[0.6, 0.3, 0.1])
+    X = rng.normal(size=(n, 4)) + np.where(s == 2, far, 0.0)[:, None] + 1e8
+    centred = X - 1e8  # exact: the same points, moved
+    m, c = GroupMoments.from_arrays(X, s), GroupMoments.from_arrays(centred, s)
+    _assert_equals_reference(c, centred, s)
+    np.testing.assert_allclose(
+        m.scatters, c.scatters, rtol=0, atol=1e-12 * np.abs(c.scatters).max()
+    )
+    np.testing.assert_allclose(m.means - 1e8, c.means, rtol=0, atol=1e-7)  # ulp(1e8) = 1.5e-8
+
+
+def test_groups_missing_from_blocks(route):
+    # Grouped rows in blocks of 64: most blocks hold one group, some two; group 3 only in
+    # the last, short block; group 1 in three blocks only.
+    rng = np.random.default_rng(31)
+    s = np.repeat([0, 1, 2, 3], [300, 150, 390, 20])
+    X = rng.normal(size=(len(s), 3)) * [1.0, 5.0, 0.1] + [2.0, -1.0, 7.0] * s[:, None]
+    m = GroupMoments.from_arrays(X, s)
+    _assert_equals_reference(m, X, s)
+    _assert_equals_reference(GroupMoments.from_arrays(X[::-1], s[::-1]), X, s)
+
+
+def test_pooled_route_records_the_pooled_diagonal(monkeypatch):
+    # The largest group's Gram is the block's minus the others': its error scale is the
+    # block's diagonal, not its own. The per-group route gives its own diagonal.
+    rng = np.random.default_rng(32)
+    X = rng.normal(size=(4096, 3))
+    codes = (rng.random(4096) < 0.2).astype(np.intp)
+    groups = np.array([0, 1])
+    pooled = moments_module._block_sums(X, codes, groups, np.zeros(3))
+    monkeypatch.setattr(moments_module, "_POOLED_BELOW", 0.0)
+    copied = moments_module._block_sums(X, codes, groups, np.zeros(3))
+    for got, want in zip(pooled[:2], copied[:2], strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(copied[2], np.diagonal(copied[0], axis1=1, axis2=2))
+    np.testing.assert_array_equal(pooled[2][1], copied[2][1])  # the copied group: its own
+    np.testing.assert_allclose(pooled[2][0], (X**2).sum(axis=0), rtol=1e-12)  # all rows
+
+
+def test_subtracting_from_a_dominating_pooled_gram_is_summed_again(small_blocks, monkeypatch):
+    # The first rows (group 0, 90 %) are centred: the shift is zero. Group 1 sits at 1e8,
+    # so the pooled Gram is ~1e16 per row of group 1, and group 0's Gram obtained from it
+    # by subtraction is rounding only, though group 0 itself has no offset to cancel.
+    rng = np.random.default_rng(33)
+    n = 2000
+    s = np.where(np.arange(n) < 200, 0, (rng.random(n) < 0.1).astype(int))
+    X = rng.normal(size=(n, 4)) + np.where(s == 1, 1e8, 0.0)[:, None]
+    assert not moments_module._rough_shift(X).any()
+    calls = _counting_passes(monkeypatch)
+    m = GroupMoments.from_arrays(X, s)
+    _assert_equals_reference(m, X, s, rtol=1e-10)
+    # Both groups are summed again: group 1 for its offset, group 0 for the subtraction.
+    assert len(calls) == 2 and sorted(calls[1]) == [0, 1]
+    # Without that second pass, group 0's scatter would be wrong in every digit.
+    rows = X.astype(np.longdouble)
+    naive = (X.T @ X - X[s == 1].T @ X[s == 1]).astype(np.longdouble)
+    mean = rows[s == 0].mean(axis=0)
+    naive -= (s == 0).sum() * np.outer(mean, mean)
+    ref = _reference(X, s)[0][2]
+    assert np.abs(naive - ref).max() > 1e-2 * np.abs(ref).max()
+
+
+@pytest.mark.parametrize("bad_group", [0, 1])
+@pytest.mark.parametrize("value", [np.nan, np.inf, -np.inf, 1e200])
+def test_non_finite_values_are_found_on_either_route(route, bad_group, value):
+    rng = np.random.default_rng(34)
+    s = (rng.random(600) < 0.3).astype(int)
+    X = rng.normal(size=(600, 3))
+    row = np.flatnonzero(s == bad_group)[-1]  # beyond the first rows that choose the shift
+    X[row, 1] = value
+    word = {np.nan: "NaN", np.inf: "infinity", -np.inf: "infinity"}.get(value, "overflow")
+    with pytest.raises(ValueError, match=word):
+        GroupMoments.from_arrays(X, s)
+
+
+def test_strided_and_fortran_data(small_blocks):
+    rng = np.random.default_rng(35)
+    wide = rng.normal(size=(700, 8))
+    s = (rng.random(700) < 0.2).astype(int)
+    for X in (wide[:, ::2], np.asfortranarray(wide[:, ::2]), wide[::-1, ::2]):
+        _assert_equals_reference(GroupMoments.from_arrays(X, s), X, s)

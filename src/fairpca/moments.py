@@ -414,23 +414,32 @@ class GroupMoments:
 # and at least 1024 rows amortise each p x p update at large p.
 _BLOCK_BYTES = 2 * 2**20
 _MIN_BLOCK_ROWS = 1024
-# Largest accepted ratio of a group's shifted Gram diagonal to its centred
+# Largest accepted ratio of the diagonal a group's Gram matrix was read from
+# (its own, or a block's pooled Gram it was subtracted from) to its centred
 # scatter diagonal. Centring after summing, S = G - n delta delta^T, multiplies
-# the relative rounding error of G by this ratio; groups above it are summed
-# again around their own mean.
+# the relative rounding error of G by this ratio, and so does subtraction from
+# a pooled Gram; groups above it are summed again around their own mean.
 _MAX_CANCELLATION = 100.0
+# A block's largest group is obtained as its pooled Gram minus the other
+# groups' when those hold at most this fraction times 1/width of its rows. That
+# route multiplies the other rows twice but copies only them; the per-group
+# route copies every row. Copying a row costs O(width), multiplying it
+# O(width^2): measured single-threaded, the pooled route wins below this bound.
+_POOLED_BELOW = 10.0
 
 
 def _group_scatters(X, codes, counts, covariates=None, weights=None):
     """Means and centred scatter matrices of each group, in one pass over ``X`` as a rule.
 
-    Block by block, each group's rows are copied (a cache-sized copy, never a
-    whole group) and their sum and Gram matrix around a common shift ``c`` are
-    accumulated; this costs the flops of one ``X^T X``. Centring is exact
-    algebra afterwards: ``S_a = G_a - n_a delta_a delta_a^T`` with
-    ``delta_a = mu_a - c``. That subtraction loses digits when a group's
-    offset from ``c`` dwarfs its spread; such groups are summed a second time
-    around their own mean, known by then.
+    Block by block, each group's sum and Gram matrix around a common shift
+    ``c`` are accumulated (see :func:`_block_sums`: in blocks mostly of one
+    group, that group's Gram is the block's pooled one minus the others', so
+    that its rows are not copied). Centring is exact algebra afterwards:
+    ``S_a = G_a - n_a delta_a delta_a^T`` with ``delta_a = mu_a - c``. That
+    subtraction loses digits when a group's offset from ``c`` dwarfs its
+    spread, and the pooled subtraction when the other groups' Gram matrices
+    dwarf the group's scatter; such groups are summed a second time around
+    their own mean, known by then, with their own rows copied.
 
     Parameters
     ----------
@@ -462,21 +471,25 @@ def _group_scatters(X, codes, counts, covariates=None, weights=None):
         shift = np.concatenate((shift, _rough_shift(covariates)))
     grams = np.zeros((n_groups, width, width))
     sums = np.zeros((n_groups, width))
-    grams[present], sums[present] = _block_sums(X, codes, present, shift, covariates, weights)
-    diagonals = np.diagonal(grams, axis1=1, axis2=2)
-    if not np.isfinite(diagonals).all():
+    scales = np.zeros((n_groups, width))
+    grams[present], sums[present], scales[present] = _block_sums(
+        X, codes, present, shift, covariates, weights
+    )
+    # A non-finite value of X, or an overflow, reaches a diagonal of G_a (also
+    # through the pooled subtraction: inf - inf is NaN).
+    if not np.isfinite(np.diagonal(grams, axis1=1, axis2=2)).all():
         _raise_non_finite(X)
     sizes = np.where(counts > 0, counts, 1)[:, None]
     delta = sums / sizes
     means = shift + delta
     scatters = grams - sizes[:, :, None] * delta[:, :, None] * delta[:, None, :]
 
-    # The rounding error of G_a is about eps * max diag(G_a).
+    # The rounding error of G_a is about eps * max(scales[a]).
     with np.errstate(divide="ignore", invalid="ignore"):
-        cancellation = diagonals.max(axis=1) / np.diagonal(scatters, axis1=1, axis2=2).max(axis=1)
+        cancellation = scales.max(axis=1) / np.diagonal(scatters, axis1=1, axis2=2).max(axis=1)
     redo = np.array([a for a in present if not cancellation[a] <= _MAX_CANCELLATION], np.intp)
     if len(redo):
-        grams, sums = _block_sums(X, codes, redo, means[redo], covariates, weights)
+        grams, sums, _ = _block_sums(X, codes, redo, means[redo], covariates, weights)
         delta = sums / counts[redo][:, None]
         means[redo] += delta
         scatters[redo] = grams - counts[redo][:, None, None] * delta[:, :, None] * delta[:, None, :]
@@ -525,6 +538,16 @@ def _rough_shift(X):
 def _block_sums(X, codes, groups, shifts, covariates=None, weights=None):
     """Shifted sums and Gram matrices of the rows of some groups, block by block.
 
+    Each group's rows of a block are copied (a cache-sized copy), shifted and
+    multiplied, except on the pooled route: with one common shift, no
+    weights, a block of at least ``_MIN_BLOCK_ROWS`` rows and few rows
+    outside its largest group (at most a fraction ``_POOLED_BELOW / width``),
+    the Gram matrix of the whole shifted block is formed (without a copy when
+    the shift is zero and ``X`` is C-ordered) and that group's is obtained by
+    subtracting the others'. Its rounding error is then that of the pooled
+    Gram, which ``scales`` records for the cancellation check. Weighted sums
+    always take the per-group route.
+
     Parameters
     ----------
     X : ndarray of shape (n_samples, n_features)
@@ -545,31 +568,68 @@ def _block_sums(X, codes, groups, shifts, covariates=None, weights=None):
         ``sum (x_i - s)(x_i - s)^T`` over the rows of each listed group.
     sums : ndarray of shape (n_listed, width)
         ``sum (x_i - s)`` over the same rows.
+    scales : ndarray of shape (n_listed, width)
+        Sum over blocks of the diagonal each group's Gram matrix was read
+        from: its own, or the block's pooled Gram where it was subtracted.
+        Equal to the diagonal of ``grams`` when no group was subtracted.
     """
     n = X.shape[0]
     p = X.shape[1] + (0 if covariates is None else covariates.shape[1])
     rows = max(_BLOCK_BYTES // (8 * p), _MIN_BLOCK_ROWS)
     ones = np.ones(min(rows, n))
     grams, sums = np.zeros((len(groups), p, p)), np.zeros((len(groups), p))
+    scales = np.zeros((len(groups), p))
+    pooled_allowed = weights is None and np.ndim(shifts) == 1
     shifts = [row if row.any() else None for row in np.broadcast_to(shifts, (len(groups), p))]
     with np.errstate(over="ignore", invalid="ignore"):
         for start in range(0, n, rows):
             block, block_codes = X[start : start + rows], codes[start : start + rows]
             if covariates is not None:
                 block = np.concatenate((block, covariates[start : start + rows]), axis=1)
-            for j, a in enumerate(groups):
-                rows_of_a = np.flatnonzero(block_codes == a)
+            m = block.shape[0]
+            masks = [block_codes == a for a in groups]
+            in_block = np.array([np.count_nonzero(mask) for mask in masks])
+            largest = int(np.argmax(in_block))
+            others = m - in_block[largest]
+            # The pooled Gram must hold only listed rows (all of them, in the first pass).
+            # Short blocks (small inputs, the tail) take the per-group route: cheap either
+            # way, and small problems keep bit for bit the moments their recorded fits used.
+            pooled = None
+            if (
+                pooled_allowed
+                and m >= _MIN_BLOCK_ROWS
+                and in_block.sum() == m
+                and others * p <= _POOLED_BELOW * m
+            ):
+                # A copy only for a shift or strided rows (BLAS wants a contiguous block).
+                if shifts[0] is None:
+                    block = np.ascontiguousarray(block)
+                else:
+                    block = block - shifts[0]
+                pooled, pooled_sum = block.T @ block, ones[:m] @ block
+                scales[largest] += np.diagonal(pooled)
+            for j in np.flatnonzero(in_block):
+                if pooled is not None and j == largest:
+                    continue
+                rows_of_a = np.flatnonzero(masks[j])
                 selected = block.take(rows_of_a, axis=0)
-                if shifts[j] is not None:
+                if pooled is None and shifts[j] is not None:
                     selected -= shifts[j]
                 if weights is None:
-                    grams[j] += selected.T @ selected
-                    sums[j] += ones[: selected.shape[0]] @ selected
+                    gram, total = selected.T @ selected, ones[: len(rows_of_a)] @ selected
                 else:
                     w = weights[start + rows_of_a]
-                    grams[j] += (selected * w[:, None]).T @ selected
-                    sums[j] += w @ selected
-    return grams, sums
+                    gram, total = (selected * w[:, None]).T @ selected, w @ selected
+                grams[j] += gram
+                sums[j] += total
+                scales[j] += np.diagonal(gram)
+                if pooled is not None:
+                    pooled -= gram
+                    pooled_sum -= total
+            if pooled is not None:
+                grams[largest] += pooled
+                sums[largest] += pooled_sum
+    return grams, sums, scales
 
 
 def _raise_non_finite(X):
