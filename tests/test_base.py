@@ -320,7 +320,9 @@ def test_fraction_n_components_on_dask_and_partial_fit_and_bad_values():
 #: Largest difference between a weighted fit and the fit on repeated rows: the
 #: moments agree to rounding; MinMaxLossFairPCA's iterative dual then ends within
 #: about 1e-10 (ConvexFairPCA's SCS is run to tol 1e-8 below, not its default 1e-6).
-_WEIGHT_TOL = {"MinMaxLossFairPCA": 1e-9}
+# ConvexFairPCA's ADMM stops at a certified gap (tol=1e-8 here): moments equal to
+# rounding, not bit for bit, move where it stops by about 1e-9.
+_WEIGHT_TOL = {"MinMaxLossFairPCA": 1e-9, "ConvexFairPCA": 1e-7}
 
 
 @pytest.mark.parametrize("cls", fairpca.all_estimators(), ids=lambda c: c.__name__)

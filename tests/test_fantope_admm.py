@@ -15,6 +15,7 @@ import pytest
 from sklearn.exceptions import ConvergenceWarning
 
 import fairpca._fantope_admm as admm
+import fairpca._fantope_subspaces as subspaces
 from fairpca import ConvexFairPCA
 from fairpca.datasets import make_mmd_synthetic2
 
@@ -120,18 +121,18 @@ def test_growing_subspaces_reach_the_full_problem_optimum(monkeypatch):
     X = (X - X.mean(axis=0)) / X.std(axis=0)
     settings = {"n_components": 5, "mu": 0.01, "delta": 0.0, "solver": "ADMM", "tol": 1e-7}
     direct = ConvexFairPCA(**settings).fit(X, sensitive_features=s)
-    monkeypatch.setattr(admm, "_SUBSPACE_FROM", 10)
-    monkeypatch.setattr(admm, "_SUBSPACE_START", 0)
-    monkeypatch.setattr(admm, "_SUBSPACE_STEP", 2)
-    monkeypatch.setattr(admm, "_FULL_SHARE", 0.9)  # no fall-back to the full problem
+    monkeypatch.setattr(subspaces, "_SUBSPACE_FROM", 10)
+    monkeypatch.setattr(subspaces, "_SUBSPACE_START", 0)
+    monkeypatch.setattr(subspaces, "_SUBSPACE_STEP", 2)
+    monkeypatch.setattr(subspaces, "_MAX_SHARE", 0.9)  # no fall-back to the full problem
     rounds = []
-    original = admm._full_bound
+    original = subspaces._full_bound
 
     def counting(*args):
         rounds.append(args[4].shape[1])
         return original(*args)
 
-    monkeypatch.setattr(admm, "_full_bound", counting)
+    monkeypatch.setattr(subspaces, "_full_bound", counting)
     grown = ConvexFairPCA(**settings).fit(X, sensitive_features=s)
     assert len(rounds) >= 2 and rounds[0] < rounds[-1] < 39  # it grew, and stayed small
     assert grown.converged_ and grown.duality_gap_ <= 1e-7 * abs(grown.objective_)
@@ -157,7 +158,7 @@ def test_infeasible_mean_constraints_raise():
     s = np.repeat(np.arange(4), 40)
     X = centres[s] + rng.standard_normal((160, 3))
     est = ConvexFairPCA(n_components=2, delta=1e-3, solver="ADMM")
-    with pytest.raises(ValueError, match="ADMM solver reports the SDP is infeasible"):
+    with pytest.raises(ValueError, match="ADMM solver reports the SDP infeasible"):
         est.fit(X, sensitive_features=s)
     assert not hasattr(est, "components_")
 

@@ -33,12 +33,8 @@ valid for any ``y_k`` and ``beta_j >= 0`` (the Fantope's support function is
 the sum of the ``d`` largest eigenvalues; the conjugate of ``mu ||.||_2^2`` is
 ``||.||_*^2 / (4 mu)``).
 
-With many coordinates the problem is solved on a growing subspace
-(:func:`solve_fpca_sdp`): the same bound, evaluated in the full space with the
-restricted multipliers, certifies the restricted solution or names the
-directions to add. The mean constraints converge slowly (the certified point is
-``X`` mixed with a point of the constraints' complement, which costs objective
-until ``X`` itself is nearly feasible).
+The iteration is Anderson-accelerated [Walker2011]_. With many coordinates
+:mod:`fairpca._fantope_subspaces` runs it on growing subspaces.
 
 References
 ----------
@@ -48,6 +44,8 @@ References
    Learning 3(1), 2011.
 .. [Vu2013] V. Q. Vu, J. Cho, J. Lei and K. Rohe. "Fantope Projection and
    Selection: A near-optimal convex relaxation of sparse PCA." NeurIPS 2013.
+.. [Walker2011] H. F. Walker and P. Ni. "Anderson acceleration for
+   fixed-point iterations." SIAM J. Numer. Anal. 49(4), 2011.
 """
 
 from __future__ import annotations
@@ -60,34 +58,24 @@ from scipy.linalg import eigh, eigvalsh
 
 from fairpca._linalg import top_eigh
 
-__all__ = ["FantopeADMMResult", "fantope_projection", "solve_fantope_admm", "solve_fpca_sdp"]
+__all__ = ["FantopeADMMResult", "fantope_projection", "solve_fantope_admm"]
 
 _INFEASIBLE = (
-    "the SDP is infeasible: no P in the Fantope of trace {d} keeps every pairwise mean "
-    "difference within delta"
+    "infeasible: no P in the Fantope of trace {d} keeps every pairwise mean difference within delta"
 )
-#: Over-relaxation of the ADMM updates: 1 (none); 1.6 took more iterations on
-#: the subspace rounds (benchmarks/convex_admm.py data).
-_RELAXATION = 1.0
+#: Anderson acceleration: residual differences kept, largest packed iterate it
+#: is used on (memory grows with it), and the residual growth that resets it.
+_ANDERSON_MEMORY = 8
+_ANDERSON_MAX_SIZE = 2_000_000
+_ANDERSON_SAFEGUARD = 10.0
 #: Iterations between certificates (each costs about one ADMM iteration).
 _CHECK_EVERY = 10
 #: Residual imbalance that triggers a change of the penalty parameter.
 _RHO_IMBALANCE = 5.0
 #: Share of the spectrum above which a full eigendecomposition is cheaper than a subset.
 _FULL_SHARE = 0.3
-#: First penalty parameter, in units of ||S||_2.
-_RHO_START = 1.0
 #: Eigenvalues beyond the d-th looked at for a tie when the SDP has no constraints.
 _TIE_SEARCH = 8
-#: From this many coordinates on, the SDP is solved on growing subspaces.
-_SUBSPACE_FROM = 120
-#: Eigenvectors of S (beyond d) in the first subspace, and directions added per round.
-_SUBSPACE_START = 40
-_SUBSPACE_STEP = 20
-#: Smallest part of a new direction outside the current subspace that is added.
-_NEW_DIRECTION = 1e-3
-#: Relative gap to which the first subspace is solved.
-_FIRST_ROUND_TOL = 1e-3
 
 
 @dataclass
@@ -511,6 +499,128 @@ class _ADMMState:
         )
 
 
+class _Layout:
+    """Packs the ADMM iterates ``(X, Z_k, w; U, V_k, u)`` into one vector and back."""
+
+    def __init__(self, X, Z, w):
+        self.shapes = [X.shape] + [z.shape for z in Z] + ([w.shape] if w is not None else [])
+        self.sizes = [int(np.prod(shape)) for shape in self.shapes]
+        self.half = sum(self.sizes)
+        self.n_lmis = len(Z)
+        self.has_mean = w is not None
+
+    def pack(self, X, Z, w, U, V, u):
+        parts = [X, *Z] + ([w] if self.has_mean else [])
+        parts += [U, *V] + ([u] if self.has_mean else [])
+        return np.concatenate([np.ravel(part) for part in parts])
+
+    def _split(self, vector):
+        out, at = [], 0
+        for shape, size in zip(self.shapes, self.sizes, strict=True):
+            out.append(vector[at : at + size].reshape(shape))
+            at += size
+        X, Z = out[0], out[1 : 1 + self.n_lmis]
+        return X, Z, (out[-1] if self.has_mean else None)
+
+    def unpack(self, x):
+        X, Z, w = self._split(x[: self.half])
+        U, V, u = self._split(x[self.half :])
+        return X, Z, w, U, V, u
+
+    def scale_duals(self, x, factor):
+        x = x.copy()
+        x[self.half :] *= factor
+        return x
+
+
+@dataclass
+class _Step:
+    """One ADMM iteration: the packed iterates and what the certificate reads."""
+
+    x: np.ndarray
+    P: np.ndarray
+    FP: list
+    gP: np.ndarray | None
+    Xw: np.ndarray
+    Xv: np.ndarray
+
+
+def _admm_step(layout, x, S, rho, normal, lmis, G, limits, mu, d, ranks):
+    """One ADMM iteration (scaled form) from the packed iterates ``x``.
+
+    ``P``-step (normal equations), then the Fantope projection, the squared
+    spectral-norm proxes and the clip of the mean block, then the multipliers.
+    ``ranks`` (updated in place) carries the eigenpair counts to try first.
+    """
+    X, Z, w, U, V, u = layout.unpack(x)
+    R = S / rho + X - U
+    if lmis:
+        R += _sym(sum(np.asarray(F.T @ (z - v)) for F, z, v in zip(lmis, Z, V, strict=True)))
+    if G is not None:
+        R += (G.T * (w - u)) @ G
+    P = _sym(normal.solve(R))
+    FP = [np.asarray(F @ P) for F in lmis]
+    gP = np.einsum("ja,ab,jb->j", G, P, G) if G is not None else None
+    Xw, Xv = fantope_projection(P + U, d, ranks["fantope"])
+    ranks["fantope"] = Xv.size + d + 2
+    X_new = (Xw * Xv) @ Xw.T
+    U_new = U + P - X_new
+    Z_new, V_new = [], []
+    for i, (fp, v) in enumerate(zip(FP, V, strict=True)):
+        z, ranks["prox"][i] = squared_spectral_prox(fp + v, mu / rho, ranks["prox"][i] + 2)
+        Z_new.append(z)
+        V_new.append(v + fp - z)
+    w_new = u_new = None
+    if G is not None:
+        w_new = np.minimum(gP + u, limits)
+        u_new = u + gP - w_new
+    return _Step(layout.pack(X_new, Z_new, w_new, U_new, V_new, u_new), P, FP, gP, Xw, Xv)
+
+
+class _Anderson:
+    """Type-II Anderson acceleration of a fixed-point iteration ``x -> g(x)``, safeguarded.
+
+    The next point is ``g_k - dG gamma`` with ``gamma`` the regularised
+    least-squares fit of the residual ``f_k = g_k - x_k`` by the recent residual
+    differences ``dF`` [Walker2011]_. When the residual grows more than
+    ``_ANDERSON_SAFEGUARD`` times over the last accepted one, the memory is
+    cleared and the plain step ``g_k`` is taken.
+    """
+
+    def __init__(self, memory):
+        self.memory = memory
+        self.reset()
+
+    def reset(self):
+        self.previous = None  # (g, f) of the last step
+        self.dG, self.dF = [], []
+        self.accepted_norm = np.inf
+
+    def next(self, x, g):
+        f = g - x
+        norm = float(np.linalg.norm(f))
+        if norm > _ANDERSON_SAFEGUARD * self.accepted_norm:
+            self.reset()
+            self.accepted_norm = norm
+            return g
+        self.accepted_norm = norm
+        if self.previous is not None:
+            g_old, f_old = self.previous
+            self.dG.append(g - g_old)
+            self.dF.append(f - f_old)
+            if len(self.dF) > self.memory:
+                self.dG.pop(0)
+                self.dF.pop(0)
+        self.previous = (g, f)
+        if not self.dF:
+            return g
+        dF = np.stack(self.dF, axis=1)
+        gram = dF.T @ dF
+        gram[np.diag_indices_from(gram)] += 1e-10 * np.trace(gram) + 1e-300
+        gamma = np.linalg.solve(gram, dF.T @ f)
+        return g - np.stack(self.dG, axis=1) @ gamma
+
+
 def solve_fantope_admm(
     S, factors, mean_vectors, limits, d, mu, tol, max_iter, log=None, state=None
 ):
@@ -550,8 +660,8 @@ def solve_fantope_admm(
     Raises
     ------
     ValueError
-        If the mean constraints are certified infeasible (message contains
-        "infeasible").
+        If the mean constraints are certified infeasible (the message starts
+        with "infeasible").
     """
     q = S.shape[0]
     pairs = len(factors)
@@ -610,7 +720,7 @@ def solve_fantope_admm(
         U = np.zeros((q, q))
         V = [np.zeros_like(z) for z in Z]
         u = np.zeros(len(G)) if G is not None else None
-        rho = _RHO_START * max(np.linalg.norm(S, 2), np.finfo(float).tiny)
+        rho = max(np.linalg.norm(S, 2), np.finfo(float).tiny)  # S / rho is of order 1
     else:
         X, Z, w, U, V, u, rho = (
             state.X,
@@ -622,45 +732,23 @@ def solve_fantope_admm(
             state.rho,
         )
         Xw, Xv = fantope_projection(X, d)
-    ranks = [4] * len(lmis)
-    fantope_rank = 2 * d + 2
+    layout = _Layout(X, Z, w)
+    x = layout.pack(X, Z, w, U, V, u)
+    ranks = {"fantope": 2 * d + 2, "prox": [4] * len(lmis)}
+    anderson = _Anderson(_ANDERSON_MEMORY) if x.size <= _ANDERSON_MAX_SIZE else None
     best = None  # (objective, W, core)
     upper = np.inf
-    alpha = _RELAXATION
     converged = False
     n_iter = 0
     for n_iter in range(1, max_iter + 1):
-        R = S / rho + X - U
-        if lmis:
-            T = sum(np.asarray(F.T @ (z - v)) for F, z, v in zip(lmis, Z, V, strict=True))
-            R += _sym(T)
-        if G is not None:
-            R += (G.T * (w - u)) @ G
-        P = _sym(normal.solve(R))
-        FP = [np.asarray(F @ P) for F in lmis]
-        gP = np.einsum("ja,ab,jb->j", G, P, G) if G is not None else None
-
-        X_old, Z_old, w_old = X, Z, w
-        P_hat = alpha * P + (1 - alpha) * X
-        Xw, Xv = fantope_projection(P_hat + U, d, fantope_rank)
-        fantope_rank = Xv.size + d + 2
-        X = (Xw * Xv) @ Xw.T
-        U += P_hat - X
-        Z = []
-        for i, (fp, z_old, v) in enumerate(zip(FP, Z_old, V, strict=True)):
-            y_hat = alpha * fp + (1 - alpha) * z_old
-            z, ranks[i] = squared_spectral_prox(y_hat + v, mu / rho, ranks[i] + 2)
-            v += y_hat - z
-            Z.append(z)
-        if G is not None:
-            g_hat = alpha * gP + (1 - alpha) * w_old
-            w = np.minimum(g_hat + u, limits)
-            u += g_hat - w
-
+        X_old, Z_old, w_old, *_ = layout.unpack(x)
+        step = _admm_step(layout, x, S, rho, normal, lmis, G, limits, mu, d, ranks)
+        x = step.x if anderson is None else anderson.next(x, step.x)
         if n_iter % _CHECK_EVERY and n_iter != max_iter:
             continue
+        X, Z, w, U, V, u = layout.unpack(step.x)
         # Certificate: a feasible point's objective against the Lagrangian bound.
-        point = _feasible_point(Xw, Xv, restore, G, limits)
+        point = _feasible_point(step.Xw, step.Xv, restore, G, limits)
         if point is not None:
             Wf, core = point
             objective = float(np.sum((Wf.T @ S @ Wf) * core))
@@ -681,25 +769,6 @@ def solve_fantope_admm(
             C -= (G.T * beta) @ G
             bound += beta @ limits
         upper = min(upper, _top_sum(_sym(C), d) + bound)
-        # Residuals, for the penalty parameter.
-        primal = [np.linalg.norm(P - X)] + [
-            np.linalg.norm(f - z) for f, z in zip(FP, Z, strict=True)
-        ]
-        dual_change = X - X_old
-        if lmis:
-            dual_change = dual_change + _sym(
-                sum(np.asarray(F.T @ (z - zo)) for F, z, zo in zip(lmis, Z, Z_old, strict=True))
-            )
-        if G is not None:
-            primal.append(np.linalg.norm(gP - w))
-            dual_change = dual_change + (G.T * (w - w_old)) @ G
-        r_primal = np.linalg.norm(primal) / max(np.linalg.norm(P), np.linalg.norm(X), 1e-300)
-        scaled_dual = U.copy()
-        if lmis:
-            scaled_dual += _sym(sum(np.asarray(F.T @ v) for F, v in zip(lmis, V, strict=True)))
-        if G is not None:
-            scaled_dual += (G.T * u) @ G
-        r_dual = np.linalg.norm(dual_change) / max(np.linalg.norm(scaled_dual), 1e-300)
         if best is not None:
             scale = max(abs(best[0]), abs(upper), np.finfo(float).tiny)
             gap = upper - best[0]
@@ -715,16 +784,32 @@ def solve_fantope_admm(
             if gap <= tol * scale:
                 converged = True
                 break
+        # Residual balancing of the penalty parameter.
+        primal = [np.linalg.norm(step.P - X)] + [
+            np.linalg.norm(f - z) for f, z in zip(step.FP, Z, strict=True)
+        ]
+        dual_change = X - X_old
+        scaled_dual = U.copy()
+        if lmis:
+            dual_change += _sym(
+                sum(np.asarray(F.T @ (z - zo)) for F, z, zo in zip(lmis, Z, Z_old, strict=True))
+            )
+            scaled_dual += _sym(sum(np.asarray(F.T @ v) for F, v in zip(lmis, V, strict=True)))
+        if G is not None:
+            primal.append(np.linalg.norm(step.gP - w))
+            dual_change += (G.T * (w - w_old)) @ G
+            scaled_dual += (G.T * u) @ G
+        r_primal = np.linalg.norm(primal) / max(np.linalg.norm(step.P), np.linalg.norm(X), 1e-300)
+        r_dual = np.linalg.norm(dual_change) / max(np.linalg.norm(scaled_dual), 1e-300)
         if r_primal > 0 and r_dual > 0:
             ratio = np.sqrt(r_primal / r_dual)
             if ratio > _RHO_IMBALANCE or ratio < 1 / _RHO_IMBALANCE:
                 factor = float(np.clip(ratio, 1e-2, 1e2))
                 rho *= factor
-                U /= factor
-                for v in V:
-                    v /= factor
-                if u is not None:
-                    u /= factor
+                x = layout.scale_duals(x, 1.0 / factor)
+                if anderson is not None:
+                    anderson.reset()
+    X, Z, w, U, V, u = layout.unpack(x)
     if best is None:
         raise ValueError(
             f"ADMM found no point meeting the mean constraints in {n_iter} iterations: "
@@ -735,156 +820,3 @@ def solve_fantope_admm(
     beta = None if G is None else np.clip(rho * u, 0.0, None)
     state = _ADMMState(X, Z, w, U, V, u, rho)
     return finish(Wf, core, objective, upper, n_iter, converged, y, beta, state)
-
-
-# ---------------------------------------------------------------------------
-# growing subspaces, for many features
-# ---------------------------------------------------------------------------
-
-
-def _restricted_problem(S, lmis, G, B):
-    """The SDP restricted to ``P = B P' B^T``: ``B^T S B``, ``Q_k, R_k`` of ``F_k B``, ``G B``.
-
-    ``||F_k B P' B^T||_2 = ||R_k P'||_2``, so the restricted problem is the
-    same SDP in ``B.shape[1]`` coordinates with square factors.
-    """
-    Qs, Rs = [], []
-    for F in lmis:
-        Qk, Rk = np.linalg.qr(np.asarray(F @ B))
-        Qs.append(Qk)
-        Rs.append(Rk)
-    return _sym(B.T @ S @ B), Qs, Rs, (None if G is None else G @ B)
-
-
-def _full_bound(S, lmis, G, limits, B, Qs, result, mu, d, n_vectors):
-    """Lagrangian upper bound of the full SDP from a restricted solve's multipliers.
-
-    The restricted multiplier ``y'_k`` of ``R_k P' = Z'_k`` is the full
-    ``y_k = Q_k y'_k B^T`` (same nuclear norm), so the bound of the module
-    docstring applies with ``sym(sum_k F_k^T y_k) = sym(T B^T)``,
-    ``T = sum_k (F_k^T Q_k) y'_k``.
-
-    Returns
-    -------
-    bound : float
-    vectors : ndarray of shape (q, n_vectors)
-        Top eigenvectors of the bound's matrix: the directions the full
-        problem would use.
-    """
-    C = S.copy()
-    bound = 0.0
-    if lmis:
-        T = sum(
-            np.asarray(F.T @ Qk) @ yk
-            for F, Qk, yk in zip(lmis, Qs, result.multipliers, strict=True)
-        )
-        C -= _sym(T @ B.T)
-        bound += sum(_nuclear_norm(yk) ** 2 for yk in result.multipliers) / (4 * mu)
-    if G is not None:
-        beta = result.mean_multipliers
-        C -= (G.T * beta) @ G
-        bound += beta @ limits
-    values, vectors = top_eigh(_sym(C), n_vectors)
-    return float(values[:d].sum()) + bound, vectors
-
-
-def _unit_constraints(mean_vectors, delta):
-    """``g^T P g <= delta^2`` as ``u^T P u <= delta^2 / ||g||^2``, unit ``u``; drops redundant ones.
-
-    Unit rows put the mean block of the ADMM on the scale of the others.
-    """
-    if mean_vectors is None or not len(mean_vectors):
-        return None, None
-    norms = np.linalg.norm(mean_vectors, axis=1)
-    # g^T P g <= ||g||^2 on the Fantope: a constraint with delta >= ||g|| never binds.
-    keep = norms > delta
-    if not keep.any():
-        return None, None
-    return mean_vectors[keep] / norms[keep, None], delta**2 / norms[keep] ** 2
-
-
-def solve_fpca_sdp(S, factors, mean_vectors, d, mu, delta, tol, max_iter, log=None):
-    """Solve the FPCA SDP; with many coordinates, on a growing subspace.
-
-    Up to ``_SUBSPACE_FROM`` coordinates this is :func:`solve_fantope_admm`.
-    Beyond, the SDP is solved by ADMM restricted to ``P = B P' B^T`` for an
-    orthonormal ``B`` (first the top eigenvectors of ``S``), and the restricted
-    multipliers give an upper bound for the full problem (:func:`_full_bound`).
-    The restricted solution is feasible for the full problem, so a small gap
-    certifies it; otherwise ``B`` is extended by the top eigenvectors of the
-    bound's matrix outside its span (the directions whose Lagrangian value
-    exceeds the restricted one) and the restricted problem is solved again
-    from the previous solution. Every iteration then costs ``O(q'^3)`` for
-    ``q' = B.shape[1]`` instead of ``O(q^3)``, and the full space is touched
-    once per round.
-
-    Parameters and returns as :func:`solve_fantope_admm`; ``n_iter`` counts the
-    ADMM iterations of every round.
-    """
-    q = S.shape[0]
-    G, limits = _unit_constraints(mean_vectors, delta)
-    if q <= _SUBSPACE_FROM:
-        return solve_fantope_admm(S, factors, G, limits, d, mu, tol, max_iter, log)
-    flat = [(a, b, _as_operator(F)) for a, pair in enumerate(factors) for b, F in enumerate(pair)]
-    flat = [(a, b, F) for a, b, F in flat if F is not None]
-    lmis = [F for _, _, F in flat] if mu > 0 else []
-    n_vectors = min(q, d + _SUBSPACE_STEP)
-    _, B = top_eigh(S, min(q, _SUBSPACE_START + d))
-    if G is not None:
-        # The restoration point's directions keep every restricted problem feasible.
-        B, _ = np.linalg.qr(np.hstack((B, _restoration_point(S, G, d)[0])))
-    state, total, upper, inner_tol = None, 0, np.inf, max(tol, _FIRST_ROUND_TOL)
-    while True:
-        S_r, Qs, Rs, G_r = _restricted_problem(S, lmis, G, B)
-        if state is not None:
-            state = state.padded(B.shape[1], [Rk.shape[0] for Rk in Rs])
-        result = solve_fantope_admm(
-            S_r, [[Rk] for Rk in Rs], G_r, limits, d, mu, inner_tol, max_iter - total, None, state
-        )
-        total += result.n_iter
-        state = result.state
-        bound, vectors = _full_bound(S, lmis, G, limits, B, Qs, result, mu, d, n_vectors)
-        upper = min(upper, bound)
-        scale = max(abs(result.objective), abs(upper), np.finfo(float).tiny)
-        gap = upper - result.objective
-        if log is not None:
-            log(
-                "subspace of %d coordinates: %d ADMM iterations, objective %.10g, full bound "
-                "%.10g, relative gap %.2e",
-                B.shape[1],
-                result.n_iter,
-                result.objective,
-                upper,
-                gap / scale,
-            )
-        converged = gap <= tol * scale
-        if converged or total >= max_iter:
-            break
-        # The next round is solved a decade beyond the gap reached, down to tol.
-        inner_tol = max(tol / 4, min(inner_tol, gap / scale) / 10)
-        outside = vectors - B @ (B.T @ vectors)
-        outside = outside[:, np.linalg.norm(outside, axis=0) > _NEW_DIRECTION]
-        if outside.shape[1] == 0:
-            # The subspace holds the bound's directions: only accuracy is missing.
-            continue
-        if B.shape[1] + outside.shape[1] > _FULL_SHARE * q:
-            return solve_fantope_admm(S, factors, G, limits, d, mu, tol, max_iter, log)
-        new, _ = np.linalg.qr(outside - B @ (B.T @ outside))
-        new, _ = np.linalg.qr(new - B @ (B.T @ new))  # once more, for orthogonality to rounding
-        B = np.hstack((B, new))
-    P = _sym(B @ result.P @ B.T)
-    bounds = np.zeros((len(factors), 2))
-    W, core = B, result.P
-    for (a, b, _), value in zip(flat, _penalties([F for _, _, F in flat], W, core), strict=True):
-        bounds[a, b] = value
-    return FantopeADMMResult(
-        P,
-        result.objective,
-        upper,
-        max(upper - result.objective, 0.0),
-        bounds,
-        total,
-        bool(converged),
-        [],
-        None,
-    )

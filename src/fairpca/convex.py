@@ -36,7 +36,7 @@ from scipy import sparse
 from sklearn.exceptions import ConvergenceWarning
 
 from fairpca._base import FairPCABase
-from fairpca._fantope_admm import solve_fpca_sdp
+from fairpca._fantope_subspaces import solve_fpca_sdp
 from fairpca._validation import check_number
 from fairpca._warnings import warn
 
@@ -392,16 +392,15 @@ class ConvexFairPCA(FairPCABase):
     constraints : {"both", "mean"}, default="both"
         ``"both"``: mean constraint and covariance penalty; ``"mean"``: mean
         constraint only.
-    solver : {"SCS", "CLARABEL", "ADMM"}, default="SCS"
-        SCS (first-order, through cvxpy) is the practical general solver;
-        Clarabel (interior point) is more accurate but forms dense systems of
-        order ``p^2``, whose time and memory grow steeply with ``p``: use it for
-        small ``p`` (up to about 30). ``"ADMM"``: fairpca's solver specialised
-        to this SDP (:mod:`fairpca._fantope_admm`; no cvxpy needed): ADMM over
-        the Fantope with one partial eigendecomposition per iteration, on
-        growing subspaces beyond 120 coordinates, stopped on a certified
-        duality gap. With ``delta = 0`` it handles ``p`` in the thousands; with
-        ``delta > 0`` its convergence is slow (``benchmarks/results.md``).
+    solver : {"ADMM", "SCS", "CLARABEL"}, default="ADMM"
+        ``"ADMM"``: fairpca's solver specialised to this SDP (no cvxpy
+        needed): ADMM over the Fantope with one partial eigendecomposition per
+        iteration, Anderson-accelerated (``fairpca._fantope_admm``), on
+        growing subspaces beyond 120 coordinates
+        (``fairpca._fantope_subspaces``), stopped on a certified duality
+        gap (``duality_gap_``). The cvxpy solvers (extra ``sdp``): SCS
+        (first-order) and Clarabel (interior point; more accurate, but dense
+        systems of order ``p^2``: use it for small ``p``, up to about 30).
     tol : float, default=1e-6
         Solver tolerance: SCS ``eps_abs = eps_rel``; Clarabel ``tol_gap_abs``,
         ``tol_gap_rel`` and ``tol_feas``; ADMM the certified relative duality
@@ -414,12 +413,13 @@ class ConvexFairPCA(FairPCABase):
         ``"paper"``: the objective matrix of the original code,
         ``Sigma / sqrt(n tr Sigma)``; ``"size_free"``: ``Sigma / sqrt(tr Sigma)``,
         free of the number of rows (see **Sample size**).
-    max_features : int or None, default=300
+    max_features : int or None, default=2000
         Largest number of features accepted; beyond it ``fit`` raises a
-        ``ValueError`` before building the SDP. The SDP has ``O(p^2)``
-        variables and each SCS iteration costs ``O(p^3)`` (eigen-decompositions
-        of the ``2p x 2p`` LMIs), so the fit grows steeply with ``p``
-        (``benchmarks/convex.py`` measures it). ``None`` removes the limit.
+        ``ValueError`` before solving. The SDP has ``O(p^2)`` variables: the
+        ADMM solver holds a few ``p x p`` matrices; each SCS or Clarabel
+        iteration costs ``O(p^3)`` or more, so with them keep ``p`` to a few
+        hundred (``benchmarks/convex.py`` and ``benchmarks/convex_admm.py``
+        measure both). ``None`` removes the limit.
     verbose : int or bool, default=0
         ``>= 1`` (or True): log problem size, solver status, iterations, time and
         objective at INFO level on the ``fairpca.convex`` logger; ``>= 2``:
@@ -498,11 +498,11 @@ class ConvexFairPCA(FairPCABase):
         mu: float = 0.01,
         delta: float = 0.1,
         constraints: Literal["both", "mean"] = "both",
-        solver: Literal["SCS", "CLARABEL", "ADMM"] = "SCS",
+        solver: Literal["ADMM", "SCS", "CLARABEL"] = "ADMM",
         tol: float = 1e-6,
         max_iter: int = 10000,
         objective_scale: Literal["paper", "size_free"] = "paper",
-        max_features: int | None = 300,
+        max_features: int | None = 2000,
         verbose: int | bool = 0,
     ) -> None:
         self.n_components = n_components
@@ -542,8 +542,8 @@ class ConvexFairPCA(FairPCABase):
             raise ValueError(
                 f"X has {p} features but ConvexFairPCA accepts at most max_features="
                 f"{self.max_features}: the SDP has O(p^2) variables and each solver iteration "
-                "costs O(p^3) (over a minute at p = 200, tens of minutes at p = 300). Reduce the "
-                "features or pass a larger max_features (or None) to run anyway."
+                "costs up to O(p^3). Reduce the features or pass a larger max_features (or "
+                "None) to run anyway."
             )
         if self.solver != "ADMM":
             _import_cvxpy()
@@ -605,11 +605,11 @@ class ConvexFairPCA(FairPCABase):
                 S, factors, mean_vectors, d, mu, delta, float(self.tol), int(self.max_iter), log
             )
         except ValueError as exc:
-            if "infeasible" not in str(exc):
+            if not str(exc).startswith("infeasible"):
                 raise
             raise ValueError(
-                f"ConvexFairPCA: the ADMM solver reports {exc}. Increase delta or use fewer "
-                "components."
+                f"ConvexFairPCA: the ADMM solver reports the SDP infeasible ({exc}; "
+                f"delta={delta:g}). Increase delta or use fewer components."
             ) from exc
         self.converged_ = result.converged
         self.solver_status_ = "optimal" if result.converged else "optimal_inaccurate"
