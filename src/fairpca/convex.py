@@ -413,13 +413,16 @@ class ConvexFairPCA(FairPCABase):
         ``"paper"``: the objective matrix of the original code,
         ``Sigma / sqrt(n tr Sigma)``; ``"size_free"``: ``Sigma / sqrt(tr Sigma)``,
         free of the number of rows (see **Sample size**).
-    max_features : int or None, default=2000
+    max_features : int or None, default=500
         Largest number of features accepted; beyond it ``fit`` raises a
-        ``ValueError`` before solving. The SDP has ``O(p^2)`` variables: the
-        ADMM solver holds a few ``p x p`` matrices; each SCS or Clarabel
-        iteration costs ``O(p^3)`` or more, so with them keep ``p`` to a few
-        hundred (``benchmarks/convex.py`` and ``benchmarks/convex_admm.py``
-        measure both). ``None`` removes the limit.
+        ``ValueError`` before solving. The SDP has ``O(p^2)`` variables. The
+        ADMM solver's time depends on the rank of the solution: when it is
+        small the growing subspaces keep every iteration small (synthetic data
+        #2 at ``p = 1000``, ``delta = 0``: seconds), when it is large each
+        iteration costs ``O(p^3)`` (two groups with different column scales
+        at ``p = 300``: over a minute). Each SCS or Clarabel iteration costs
+        ``O(p^3)`` or more. ``benchmarks/convex_admm.py`` and
+        ``benchmarks/convex.py`` measure them. ``None`` removes the limit.
     verbose : int or bool, default=0
         ``>= 1`` (or True): log problem size, solver status, iterations, time and
         objective at INFO level on the ``fairpca.convex`` logger; ``>= 2``:
@@ -502,7 +505,7 @@ class ConvexFairPCA(FairPCABase):
         tol: float = 1e-6,
         max_iter: int = 10000,
         objective_scale: Literal["paper", "size_free"] = "paper",
-        max_features: int | None = 2000,
+        max_features: int | None = 500,
         verbose: int | bool = 0,
     ) -> None:
         self.n_components = n_components
