@@ -148,6 +148,18 @@ def _fantope_shift(values, d):
     return float(np.interp(d, mass[::-1], breaks[::-1]))
 
 
+def _leading_eigh(A, r):
+    """The ``r`` largest eigenpairs of the symmetric ``A``, largest first.
+
+    All of them when ``r`` is a large share of the size: a full decomposition
+    is then cheaper than LAPACK's subset driver.
+    """
+    if r >= _FULL_SHARE * A.shape[0]:
+        values, vectors = eigh(A, driver="evd", check_finite=False)
+        return values[::-1], vectors[:, ::-1]
+    return top_eigh(A, r)
+
+
 def fantope_projection(A, d, rank=None):
     """Euclidean projection of a symmetric matrix onto the Fantope ``F_d``.
 
@@ -177,12 +189,8 @@ def fantope_projection(A, d, rank=None):
         return np.eye(q), np.ones(q)
     r = min(q, max(d + 1, 2 * d + 2 if rank is None else rank))
     while True:
-        if r >= _FULL_SHARE * q:
-            r = q
-            a, W = eigh(A, driver="evd", check_finite=False)
-            a, W = a[::-1], W[:, ::-1]
-        else:
-            a, W = top_eigh(A, r)
+        a, W = _leading_eigh(A, r)
+        r = a.size
         theta = _fantope_shift(a, d)
         # Eigenvalues not computed are below a[-1]; at or below theta they contribute nothing.
         if r == q or a[-1] <= theta:
@@ -251,12 +259,8 @@ def squared_spectral_prox(Y, weight, rank=4):
     size = gram.shape[0]
     r = min(size, max(1, rank))
     while True:
-        if r >= _FULL_SHARE * size:
-            r = size
-            values, vectors = eigh(gram, driver="evd", check_finite=False)
-            values, vectors = values[::-1], vectors[:, ::-1]
-        else:
-            values, vectors = top_eigh(gram, r)
+        values, vectors = _leading_eigh(gram, r)
+        r = values.size
         sigma = np.sqrt(np.clip(values, 0.0, None))
         level, k = _clip_level(sigma, weight)
         if k < r or r == size:
@@ -358,8 +362,8 @@ def _feasible_point(W, values, restore, mean_vectors, limits):
     ----------
     W : ndarray of shape (q, r)
     values : ndarray of shape (r,)
-    restore : tuple (W_R, core_R, products_R)
-        The feasible point ``W_R core_R W_R^T`` and its ``g_j^T R g_j``.
+    restore : tuple
+        The first feasible point, as :func:`_restoration_point` returns it.
     mean_vectors : ndarray of shape (J, q) or None
     limits : ndarray of shape (J,)
 
@@ -402,7 +406,8 @@ def _nearby_restoration(W, values, restore, mean_vectors):
 
     Returns
     -------
-    restore : tuple (W_R, core_R, products_R)
+    restore : tuple
+        As :func:`_restoration_point` returns it.
     """
     first, _, products, complement = restore
     if complement is None:
