@@ -61,8 +61,8 @@ def _full_bound(S, lmis, G, limits, B, Qs, result, mu, d, n_vectors):
     """Lagrangian upper bound of the full SDP from a restricted solve's multipliers.
 
     The restricted multiplier ``y'_k`` of ``R_k P' = Z'_k`` is the full
-    ``y_k = Q_k y'_k B^T`` (same nuclear norm), so the bound of the module
-    docstring applies with ``sym(sum_k F_k^T y_k) = sym(T B^T)``,
+    ``y_k = Q_k y'_k B^T`` (same nuclear norm), so the bound of
+    :mod:`fairpca._fantope_admm` applies with ``sym(sum_k F_k^T y_k) = sym(T B^T)``,
     ``T = sum_k (F_k^T Q_k) y'_k``.
 
     Returns
@@ -122,8 +122,7 @@ def solve_fpca_sdp(S, factors, mean_vectors, d, mu, delta, tol, max_iter, log=No
 def _solve_on_subspaces(S, factors, G, limits, d, mu, tol, max_iter, log=None):
     """Solve the FPCA SDP on a growing subspace.
 
-    Up to ``_SUBSPACE_FROM`` coordinates this is :func:`solve_fantope_admm`.
-    Beyond, the SDP is solved by ADMM restricted to ``P = B P' B^T`` for an
+    The SDP is solved by ADMM restricted to ``P = B P' B^T`` for an
     orthonormal ``B`` (first the top eigenvectors of ``S``), and the restricted
     multipliers give an upper bound for the full problem (:func:`_full_bound`).
     The restricted solution is feasible for the full problem, so a small gap
@@ -134,9 +133,11 @@ def _solve_on_subspaces(S, factors, G, limits, d, mu, tol, max_iter, log=None):
     ``q' = B.shape[1]`` instead of ``O(q^3)``, and the full space is touched
     once per round.
 
+    When the subspace would exceed ``_MAX_SHARE`` of the coordinates, the full
+    problem is solved directly instead.
+
     Parameters and returns as :func:`solve_fantope_admm`; ``n_iter`` counts the
-    ADMM iterations of every round. Up to ``_SUBSPACE_FROM`` coordinates use
-    :func:`solve_fantope_admm` directly.
+    ADMM iterations of every round.
     """
     q = S.shape[0]
     flat = [(a, b, _as_operator(F)) for a, pair in enumerate(factors) for b, F in enumerate(pair)]
