@@ -1,9 +1,9 @@
-"""The shared eigen-solvers against numpy's full eigen-decomposition."""
+"""The shared linear-algebra helpers (eigen-solvers against numpy, the row space)."""
 
 import numpy as np
 import pytest
 
-from fairpca._linalg import top_eigh, top_eigh_fast
+from fairpca._linalg import row_space, top_eigh, top_eigh_fast
 
 
 def psd(p, seed, decay=0.98):
@@ -40,3 +40,17 @@ def test_lanczos_is_deterministic_and_used_on_large_matrices(monkeypatch):
     with pytest.raises(AssertionError, match="LAPACK path used"):
         linalg.top_eigh_fast(M[:100, :100], 4)
     linalg.top_eigh_fast(M[:20, :20], 4)  # tiny: numpy's full decomposition
+
+
+def test_row_space_splits_the_space_by_the_rows_rank():
+    rng = np.random.default_rng(0)
+    rows = rng.standard_normal((2, 6))
+    rows = np.vstack([rows, rows.sum(axis=0), 1e-18 * rng.standard_normal(6)])  # rank 2
+    span, complement = row_space(rows)
+    assert span.shape == (6, 2) and complement.shape == (6, 4)
+    basis = np.hstack([span, complement])
+    np.testing.assert_allclose(basis.T @ basis, np.eye(6), atol=1e-12)
+    np.testing.assert_allclose(rows @ complement, 0, atol=1e-12)
+    np.testing.assert_allclose(span @ (span.T @ rows.T), rows.T, atol=1e-12)
+    empty_span, everything = row_space(np.zeros((2, 3)))
+    assert empty_span.shape == (3, 0) and np.array_equal(everything, np.eye(3))

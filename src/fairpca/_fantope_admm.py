@@ -56,7 +56,7 @@ import numpy as np
 from scipy import sparse
 from scipy.linalg import eigh, eigvalsh
 
-from fairpca._linalg import top_eigh
+from fairpca._linalg import row_space, top_eigh
 
 __all__ = ["FantopeADMMResult", "fantope_projection", "solve_fantope_admm"]
 
@@ -291,6 +291,41 @@ def _sym(A):
     return 0.5 * (A + A.T)
 
 
+def _lmi_blocks(factors, mu):
+    """The non-empty LMI factors, where they sit, and those the ADMM splits off.
+
+    Returns
+    -------
+    slots : list of (int, int)
+        ``(pair, sign)`` of each non-None factor of ``factors``.
+    operators : list
+        Those factors (:func:`_as_operator`), for the reported bounds.
+    lmis : list
+        The same, or empty when ``mu = 0`` (the penalty then plays no part).
+    """
+    slots = [(a, b) for a, pair in enumerate(factors) for b, F in enumerate(pair) if F is not None]
+    operators = [_as_operator(factors[a][b]) for a, b in slots]
+    return slots, operators, (operators if mu > 0 else [])
+
+
+def _covariance_bounds(slots, operators, n_pairs, W, core):
+    """``||F P||_2^2 = lambda_max(P G P)`` of each pair's two LMIs at ``P = W core W^T``."""
+    bounds = np.zeros((n_pairs, 2))
+    for (a, b), value in zip(slots, _penalties(operators, W, core), strict=True):
+        bounds[a, b] = value
+    return bounds
+
+
+def _adjoint(lmis, G, blocks, weights):
+    """``sym(sum_k F_k^T B_k) + sum_j w_j g_j g_j^T``: the constraints' adjoint without ``X``."""
+    out = 0.0
+    if lmis:
+        out = _sym(sum(np.asarray(F.T @ B) for F, B in zip(lmis, blocks, strict=True)))
+    if G is not None:
+        out = out + (G.T * weights) @ G
+    return out
+
+
 class _NormalEquations:
     """Solver of the ``P``-step: ``sym(M P) + sum_j <h_j, P> h_j = R`` for symmetric ``P``.
 
@@ -409,12 +444,12 @@ def _nearby_restoration(W, values, restore, mean_vectors):
     restore : tuple
         As :func:`_restoration_point` returns it.
     """
-    first, _, products, complement = restore
-    if complement is None:
+    first, _, products, span = restore
+    if span is None:
         return restore[:3]
     d = first.shape[1]
-    compressed = W - complement @ (complement.T @ W)
-    compressed -= complement @ (complement.T @ compressed)
+    compressed = W - span @ (span.T @ W)
+    compressed -= span @ (span.T @ compressed)  # once more, for orthogonality to rounding
     basis, _ = np.linalg.qr(np.hstack((compressed, first)))
     inner = basis.T @ compressed
     vectors, core_values = fantope_projection(_sym((inner * values) @ inner.T), d)
@@ -437,21 +472,15 @@ def _restoration_point(S, mean_vectors, d):
         ``P = W core W^T``, its ``g_j^T P g_j``, and an orthonormal basis of the
         span of the ``g_j`` (None when its complement is too small).
     """
-    span, singular, _ = np.linalg.svd(mean_vectors.T, full_matrices=False)
-    span = span[:, singular > singular[0] * max(mean_vectors.shape) * np.finfo(float).eps]
-    complement = None
-    if S.shape[0] - span.shape[1] >= d:
-        # Power iterations would do; one projected eigendecomposition is simpler.
-        projected = S - span @ (span.T @ S)
-        projected -= (projected @ span) @ span.T
-        _, W = top_eigh(_sym(projected), d)
-        W -= span @ (span.T @ W)
-        W, _ = np.linalg.qr(W)
-        complement = span
+    span, free = row_space(mean_vectors)
+    if free.shape[1] >= d:
+        _, inner = top_eigh(_sym(free.T @ S @ free), d)
+        W = free @ inner
     else:
         _, W = eigh(mean_vectors.T @ mean_vectors, subset_by_index=[0, d - 1])
+        span = None
     gW = mean_vectors @ W
-    return W, np.eye(d), np.einsum("ja,ja->j", gW, gW), complement
+    return W, np.eye(d), np.einsum("ja,ja->j", gW, gW), span
 
 
 def certified_infeasible(mean_vectors, weights, d, limits):
@@ -558,11 +587,8 @@ def _admm_step(layout, x, S, rho, normal, lmis, G, limits, mu, d, ranks):
     ``ranks`` (updated in place) carries the eigenpair counts to try first.
     """
     X, Z, w, U, V, u = layout.unpack(x)
-    R = S / rho + X - U
-    if lmis:
-        R += _sym(sum(np.asarray(F.T @ (z - v)) for F, z, v in zip(lmis, Z, V, strict=True)))
-    if G is not None:
-        R += (G.T * (w - u)) @ G
+    blocks = [z - v for z, v in zip(Z, V, strict=True)]
+    R = S / rho + X - U + _adjoint(lmis, G, blocks, None if G is None else w - u)
     P = _sym(normal.solve(R))
     FP = [np.asarray(F @ P) for F in lmis]
     gP = np.einsum("ja,ab,jb->j", G, P, G) if G is not None else None
@@ -639,8 +665,7 @@ def solve_fantope_admm(
         ``[F+, F-]`` of each pair of groups (``None``: that LMI holds with
         ``t = 0``); empty without covariance constraints.
     mean_vectors : ndarray of shape (J, q) or None
-        ``g_j`` of the constraints ``g_j^T P g_j <= limits_j`` (unit rows scale
-        best); None when the
+        ``g_j`` of the constraints ``g_j^T P g_j <= limits_j``; None when the
         coordinates already make them exact.
     d : int
         Trace of ``P``, ``1 <= d <= q``.
@@ -669,25 +694,16 @@ def solve_fantope_admm(
         with "infeasible").
     """
     q = S.shape[0]
-    pairs = len(factors)
-    flat = [(a, b, _as_operator(F)) for a, pair in enumerate(factors) for b, F in enumerate(pair)]
-    flat = [(a, b, F) for a, b, F in flat if F is not None]
-    lmis = [F for _, _, F in flat] if mu > 0 else []
+    slots, operators, lmis = _lmi_blocks(factors, mu)
     G = mean_vectors if mean_vectors is not None and len(mean_vectors) else None
 
     def finish(W, core, objective, upper, n_iter, converged, y=(), beta=None, state=None):
-        P = _sym((W @ core) @ W.T)
-        bounds = np.zeros((pairs, 2))
-        for (a, b, _), value in zip(
-            flat, _penalties([F for _, _, F in flat], W, core), strict=True
-        ):
-            bounds[a, b] = value
         return FantopeADMMResult(
-            P,
+            _sym((W @ core) @ W.T),
             objective,
             upper,
             max(upper - objective, 0.0),
-            bounds,
+            _covariance_bounds(slots, operators, len(factors), W, core),
             n_iter,
             converged,
             list(y),
@@ -707,7 +723,6 @@ def solve_fantope_admm(
         keep = weights > 0
         value = float(values[:d].sum())
         return finish(vectors[:, keep], np.diag(weights[keep]), value, value, 0, True)
-    values, vectors = top_eigh(S, d)
 
     restore = None
     if G is not None:
@@ -718,7 +733,7 @@ def solve_fantope_admm(
     normal = _NormalEquations(lmis, G, q)
     if state is None:
         # Warm start at PCA: the top-d eigenprojector of S, multipliers zero.
-        Xw, Xv = vectors, np.ones(d)
+        _, vectors = top_eigh(S, d)
         X = vectors @ vectors.T
         Z = [np.asarray(F @ X) for F in lmis]
         w = np.minimum(np.einsum("ja,ab,jb->j", G, X, G), limits) if G is not None else None
@@ -736,7 +751,6 @@ def solve_fantope_admm(
             None if state.u is None else state.u.copy(),
             state.rho,
         )
-        Xw, Xv = fantope_projection(X, d)
     layout = _Layout(X, Z, w)
     x = layout.pack(X, Z, w, U, V, u)
     ranks = {"fantope": 2 * d + 2, "prox": [4] * len(lmis)}
@@ -761,19 +775,15 @@ def solve_fantope_admm(
                 objective -= mu * _penalties(lmis, Wf, core).sum()
             if best is None or objective > best[0]:
                 best = (objective, Wf, core)
-        C = S.copy()
-        bound = 0.0
-        if lmis:
-            y = [rho * v for v in V]
-            C -= _sym(sum(np.asarray(F.T @ yk) for F, yk in zip(lmis, y, strict=True)))
-            bound += sum(_nuclear_norm(yk) ** 2 for yk in y) / (4 * mu)
+        y = [rho * v for v in V]
+        bound = sum(_nuclear_norm(yk) ** 2 for yk in y) / (4 * mu) if lmis else 0.0
+        beta = None
         if G is not None:
             beta = np.clip(rho * u, 0.0, None)
             if certified_infeasible(G, beta, d, limits):
                 raise ValueError(_INFEASIBLE.format(d=d))
-            C -= (G.T * beta) @ G
             bound += beta @ limits
-        upper = min(upper, _top_sum(_sym(C), d) + bound)
+        upper = min(upper, _top_sum(_sym(S - _adjoint(lmis, G, y, beta)), d) + bound)
         if best is not None:
             scale = max(abs(best[0]), abs(upper), np.finfo(float).tiny)
             gap = upper - best[0]
@@ -793,17 +803,11 @@ def solve_fantope_admm(
         primal = [np.linalg.norm(step.P - X)] + [
             np.linalg.norm(f - z) for f, z in zip(step.FP, Z, strict=True)
         ]
-        dual_change = X - X_old
-        scaled_dual = U.copy()
-        if lmis:
-            dual_change += _sym(
-                sum(np.asarray(F.T @ (z - zo)) for F, z, zo in zip(lmis, Z, Z_old, strict=True))
-            )
-            scaled_dual += _sym(sum(np.asarray(F.T @ v) for F, v in zip(lmis, V, strict=True)))
         if G is not None:
             primal.append(np.linalg.norm(step.gP - w))
-            dual_change += (G.T * (w - w_old)) @ G
-            scaled_dual += (G.T * u) @ G
+        changes = [z - zo for z, zo in zip(Z, Z_old, strict=True)]
+        dual_change = X - X_old + _adjoint(lmis, G, changes, None if G is None else w - w_old)
+        scaled_dual = U + _adjoint(lmis, G, V, u)
         r_primal = np.linalg.norm(primal) / max(np.linalg.norm(step.P), np.linalg.norm(X), 1e-300)
         r_dual = np.linalg.norm(dual_change) / max(np.linalg.norm(scaled_dual), 1e-300)
         if r_primal > 0 and r_dual > 0:

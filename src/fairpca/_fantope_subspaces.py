@@ -17,9 +17,9 @@ import numpy as np
 
 from fairpca._fantope_admm import (
     FantopeADMMResult,
-    _as_operator,
+    _covariance_bounds,
+    _lmi_blocks,
     _nuclear_norm,
-    _penalties,
     _restoration_point,
     _sym,
     solve_fantope_admm,
@@ -140,9 +140,7 @@ def _solve_on_subspaces(S, factors, G, limits, d, mu, tol, max_iter, log=None):
     ADMM iterations of every round.
     """
     q = S.shape[0]
-    flat = [(a, b, _as_operator(F)) for a, pair in enumerate(factors) for b, F in enumerate(pair)]
-    flat = [(a, b, F) for a, b, F in flat if F is not None]
-    lmis = [F for _, _, F in flat] if mu > 0 else []
+    slots, operators, lmis = _lmi_blocks(factors, mu)
     n_vectors = min(q, d + _SUBSPACE_STEP)
     _, B = top_eigh(S, min(q, _SUBSPACE_START + d))
     if G is not None:
@@ -190,17 +188,12 @@ def _solve_on_subspaces(S, factors, G, limits, d, mu, tol, max_iter, log=None):
         new, _ = np.linalg.qr(outside - B @ (B.T @ outside))
         new, _ = np.linalg.qr(new - B @ (B.T @ new))  # once more, for orthogonality to rounding
         B = np.hstack((B, new))
-    P = _sym(B @ result.P @ B.T)
-    bounds = np.zeros((len(factors), 2))
-    W, core = B, result.P
-    for (a, b, _), value in zip(flat, _penalties([F for _, _, F in flat], W, core), strict=True):
-        bounds[a, b] = value
     return FantopeADMMResult(
-        P,
+        _sym(B @ result.P @ B.T),
         result.objective,
         upper,
         max(upper - result.objective, 0.0),
-        bounds,
+        _covariance_bounds(slots, operators, len(factors), B, result.P),
         total,
         bool(converged),
         [],

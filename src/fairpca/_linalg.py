@@ -4,7 +4,7 @@ import numpy as np
 from scipy.linalg import eigh
 from scipy.sparse.linalg import ArpackError, ArpackNoConvergence, eigsh
 
-__all__ = ["flip_signs", "top_eigh", "top_eigh_fast"]
+__all__ = ["flip_signs", "row_space", "top_eigh", "top_eigh_fast"]
 
 #: From this size on, and for at most a tenth of the spectrum, ARPACK's Lanczos
 #: iteration is cheaper than LAPACK's reduction to tridiagonal form.
@@ -68,6 +68,28 @@ def top_eigh_fast(matrix, n_components):
         return top_eigh(matrix, n_components)
     order = np.argsort(values)[::-1]
     return values[order], vectors[:, order]
+
+
+def row_space(vectors):
+    """Orthonormal bases of the span of the rows of ``vectors`` and of its complement.
+
+    The rank counts the singular values above ``max(m, p) eps`` times the
+    largest (numpy's ``matrix_rank`` rule).
+
+    Parameters
+    ----------
+    vectors : ndarray of shape (m, p)
+
+    Returns
+    -------
+    span : ndarray of shape (p, rank)
+    complement : ndarray of shape (p, p - rank)
+    """
+    _, singular, vt = np.linalg.svd(vectors, full_matrices=True)
+    if singular.size == 0 or singular[0] == 0:
+        return np.zeros((vectors.shape[1], 0)), np.eye(vectors.shape[1])
+    rank = int(np.sum(singular > singular[0] * max(vectors.shape) * np.finfo(float).eps))
+    return vt[:rank].T, vt[rank:].T
 
 
 def flip_signs(components):

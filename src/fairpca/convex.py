@@ -37,6 +37,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from fairpca._base import FairPCABase
 from fairpca._fantope_subspaces import solve_fpca_sdp
+from fairpca._linalg import row_space
 from fairpca._validation import check_number
 from fairpca._warnings import warn
 
@@ -124,24 +125,6 @@ def _pairwise_differences(moments, covariances):
     return mean_diffs, [covs[b] - covs[a] for a, b in pairs]
 
 
-def _orthogonal_complement(vectors):
-    """Orthonormal basis of the vectors orthogonal to every row of ``vectors``.
-
-    Parameters
-    ----------
-    vectors : ndarray of shape (m, p)
-
-    Returns
-    -------
-    basis : ndarray of shape (p, p - rank)
-    """
-    _, singular, vt = np.linalg.svd(vectors, full_matrices=True)
-    if singular.size == 0 or singular[0] == 0:
-        return np.eye(vectors.shape[1])
-    rank = int(np.sum(singular > singular[0] * max(vectors.shape) * np.finfo(float).eps))
-    return vt[rank:].T
-
-
 def _lmi_factors(Q, basis, eigen=None):
     """Factors ``F`` of the two covariance LMIs of one pair, in ``basis`` coordinates.
 
@@ -206,7 +189,7 @@ def _working_basis(mean_diffs, cov_diffs, delta):
         For each pair, its LMI factors ``[F+, F-]`` in ``B`` coordinates.
     """
     p = mean_diffs.shape[1]
-    basis = _orthogonal_complement(mean_diffs) if delta == 0 else np.eye(p)
+    basis = row_space(mean_diffs)[1] if delta == 0 else np.eye(p)
     if not cov_diffs:
         return basis, []
     first, rest = cov_diffs[0], cov_diffs[1:]
@@ -602,7 +585,7 @@ class ConvexFairPCA(FairPCABase):
         return eigenvectors[:, :d].T, None
 
     def _solve_admm(self, S, mean_vectors, factors, d, mu, delta, log):
-        """Solve by :func:`~fairpca._fantope_admm.solve_fantope_admm`; set the solver attributes."""
+        """Solve by ``fairpca._fantope_subspaces.solve_fpca_sdp``; set the solver attributes."""
         try:
             result = solve_fpca_sdp(
                 S, factors, mean_vectors, d, mu, delta, float(self.tol), int(self.max_iter), log
