@@ -296,6 +296,22 @@ def test_explained_variance_ratio_matches_sklearn(data2, d):
     )
 
 
+def test_explained_variance_ratio_centred_on_the_data(data2):
+    # Lee et al.'s %VAR of held-out rows: tr(V^T C V) / tr(C), C = np.cov of those rows.
+    X, _ = data2
+    pca = PCA(2).fit(X[:100])
+    held_out = X[100:] + 3.0  # a shift moves the projection-centred value, not this one
+    V = pca.components_.T
+    C = np.cov(held_out, rowvar=False)
+    expected = np.trace(V.T @ C @ V) / np.trace(C)
+    assert M.explained_variance_ratio(held_out, pca, center="data") == pytest.approx(
+        expected, rel=1e-12
+    )
+    assert abs(M.explained_variance_ratio(held_out, pca) - expected) > 1e-3
+    with pytest.raises(ValueError, match="center must be"):
+        M.explained_variance_ratio(X, pca, center="test")
+
+
 def test_communality_sum_of_squared_loadings(data2):
     X, _ = data2
     pca = PCA(3).fit(X)

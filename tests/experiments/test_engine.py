@@ -48,18 +48,39 @@ def test_reference_numbers_are_the_papers():
         column = 4 * datasets.index(row.dataset) + metrics.index(row.metric)
         mean, std = cells[line][column]
         assert (row.mean, row.std) == (float(mean), float(std)), row
-    # Every Vu et al. cell appears on its data set's line of Table 1.
+    # Every Vu et al. cell appears on its data set's line of Table 1 (out-of-sample) or
+    # Table 3 (in-sample): columns RFPCA ABDiff, ARE, FairPCA ABDiff, ARE.
     vu = _paper("001")
-    lines = vu[vu.index("Table 1: Out-of-sample") :].splitlines()[:20]
-    names = {"default_credit": "Default Credit", "ecoli": "E. Coli", "magic": "Magic"}
-    for row in ref[ref["target"] == "vu2022-table1"].itertuples():
-        name = names.get(row.dataset)
-        if name is None:
-            continue
-        (line,) = [line for line in lines if line.startswith(name)]
+    tables = {
+        "": vu[vu.index("Table 1: Out-of-sample") :].splitlines()[:20],
+        " (in-sample)": vu[vu.index("Table 3: In-sample") :].splitlines()[:20],
+    }
+    names = {
+        "default_credit": "Default Credit",
+        "biodeg": "Biodeg",
+        "ecoli": "E. Coli",
+        "energy": "Energy",
+        "german_credit": "German Credit",
+        "image_segmentation": "Image",
+        "letter": "Letter",
+        "magic": "Magic",
+        "parkinsons": "Parkinson",
+        "skillcraft": "SkillCraft",
+        "statlog": "Statlog",
+        "steel": "Steel",
+        "taiwan_credit": "Taiwan Credit",
+        "wine_quality": "Wine Quality",
+    }
+    vu_rows = ref[ref["target"] == "vu2022-table1"]
+    assert len(vu_rows) == 14 * 2 * 2 * 2
+    for row in vu_rows.itertuples():
+        metric, _, suffix = row.metric.partition(" ")
+        suffix = f" {suffix}" if suffix else ""
+        name = names[row.dataset].lower()
+        (line,) = [line for line in tables[suffix] if line.lower().startswith(name)]
         values = [float(v) for v in line.split("\t")[1:5]]
-        column = (0 if row.method == "RobustFairPCA" else 2) + (row.metric == "ARE")
-        assert values[column] == row.mean
+        column = (0 if row.method == "RobustFairPCA" else 2) + (metric == "ARE")
+        assert values[column] == row.mean, row
 
 
 #: Targets that read real data sets; the others generate theirs.

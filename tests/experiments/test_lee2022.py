@@ -124,7 +124,10 @@ def test_lee_numbers_are_recomputed_independently(quick_run):
         data = lee2022("compas", split=split)
         _, _, vt = np.linalg.svd(data.X_train - data.X_train.mean(0), full_matrices=False)
         centred = data.X_test - data.X_train.mean(0)
-        kept = np.sum((centred @ vt[:2].T) ** 2) / np.sum(centred**2)
+        # %VAR as the authors' code computes it: tr(V^T C V) / tr(C), C the covariance
+        # of the test rows (around their own mean).
+        C = np.cov(data.X_test, rowvar=False)
+        kept = np.trace(vt[:2] @ C @ vt[:2].T) / np.trace(C)
         row = details.query("method == 'PCA' and metric == '%VAR' and split == @split")
         assert row["value"].item() == pytest.approx(100 * kept, rel=1e-6)
         # The downstream RBF SVM on the same projection, scored on the test rows;

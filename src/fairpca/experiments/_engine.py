@@ -6,10 +6,14 @@ parallel processes with joblib if asked), summarises the measurements against th
 numbers and writes the report.
 
 The papers' numbers live in ``reference.csv`` next to this module, one row per
-cell with its citation. Tables become rows ``ours (mean ± SD over splits)``
-against ``paper (mean ± SD)`` with a mark: *within* when our mean is inside the
-paper's mean ± one SD (when the paper gives no SD, as Vu et al.'s Table 1: when
-the paper's mean is inside ours ± one SD). Figures only show shapes, so their
+cell with its citation; the values the authors recorded for each of their own
+splits, where they published them, in ``authors_splits.csv`` (one row per cell
+and split, with the file it was read from). A run on the authors' splits
+(``splits="authors"``) is compared with those split by split as well. Tables
+become rows ``ours (mean ± SD over splits)`` against ``paper (mean ± SD)`` with
+a mark: *within* when our mean is inside the paper's mean ± one SD (when the
+paper gives no SD, as Vu et al.'s Table 1: when the paper's mean is inside
+ours ± one SD). Figures only show shapes, so their
 rows are claims read off the figure, each with the measured statistic and a
 criterion that decides whether it holds.
 """
@@ -44,6 +48,7 @@ __all__ = [
 ]
 
 _REFERENCE_FILE = "reference.csv"
+_AUTHORS_SPLITS_FILE = "authors_splits.csv"
 _KEYS = ["dataset", "method", "setting", "d", "metric"]
 
 
@@ -72,6 +77,13 @@ class Target:
     figure : callable, default=None
         ``figure(details)`` returns the target's matplotlib Figure. None: our
         numbers relative to the paper's (:func:`fairpca.plotting.plot_reproduction`).
+    split_modes : tuple of str, default=("ours",)
+        The split modes the target can run in; when there is more than one,
+        ``jobs`` takes a ``splits`` keyword (``"ours"``: this library's seeded
+        splits; ``"authors"``: the splits the authors used).
+    datasets : tuple of str, default=()
+        The data sets a run can be restricted to; when not empty, ``jobs``
+        takes a ``datasets`` keyword (a tuple of them, or None for all).
     """
 
     title: str
@@ -82,6 +94,8 @@ class Target:
     jobs: object
     checks: object = None
     figure: object = None
+    split_modes: tuple = ("ours",)
+    datasets: tuple = ()
 
 
 @dataclass
@@ -108,6 +122,13 @@ class Reproduction:
     fit_seconds : pandas.DataFrame or None
         Fit time per method and setting: columns ``method, setting, fits,
         seconds`` (total wall-clock seconds of its fits) and ``mean_seconds``.
+    splits : str
+        The split mode run (``"ours"`` or ``"authors"``).
+    per_split : pandas.DataFrame or None
+        On the authors' splits, where they recorded values per split: one row
+        per cell and split, keys and ``split, ours, authors, difference,
+        same`` (``same``: ``|difference|`` at most half a unit of the paper's
+        last printed digit). None otherwise.
     """
 
     target: str
@@ -117,6 +138,8 @@ class Reproduction:
     figures: dict = field(default_factory=dict)
     seconds: float = 0.0
     fit_seconds: object = None
+    splits: str = "ours"
+    per_split: object = None
 
 
 def estimator(name, **params):
@@ -295,6 +318,53 @@ def _values_table(ref, details):
     return table[_columns()]
 
 
+def _per_split_table(recorded, details):
+    """Our value next to the authors' recorded one, for every cell and split both have."""
+    keys = [*_KEYS, "split"]
+    ours = details.rename(columns={"value": "ours"})
+    ours = ours.astype({"d": "Int64", "split": "int64"})
+    table = recorded[[*keys, "value"]].rename(columns={"value": "authors"})
+    table = table.merge(ours[[*keys, "ours"]], on=keys, how="inner")
+    table["difference"] = table["ours"] - table["authors"]
+    half = table["metric"].map(printed_half_unit)
+    table["same"] = table["difference"].abs() <= half
+    return table[[*keys, "ours", "authors", "difference", "same"]].reset_index(drop=True)
+
+
+def _per_split_summary(per_split):
+    """One row per cell: splits compared, how many agree, median and largest |difference|."""
+    absolute = per_split.assign(abs_difference=per_split["difference"].abs())
+    return (
+        absolute.groupby(_KEYS, sort=False)
+        .agg(
+            splits=("split", "count"),
+            same=("same", "sum"),
+            median_abs_difference=("abs_difference", "median"),
+            max_abs_difference=("abs_difference", "max"),
+        )
+        .reset_index()
+    )
+
+
+def _per_split_markdown(per_split):
+    """The split-by-split comparison as Markdown lines: one row per cell."""
+    lines = [
+        "Split by split against the values the authors recorded for their splits "
+        "(same: |ours - authors'| at most half a unit of the paper's last printed digit):",
+        "",
+        "| data set | d | method | setting | metric | splits | same | median abs. difference "
+        "| largest abs. difference |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in _per_split_summary(per_split).itertuples():
+        lines.append(
+            f"| {row.dataset} | {row.d} | {row.method} | {row.setting} | {row.metric} | "
+            f"{row.splits} | {row.same} | {row.median_abs_difference:.2g} | "
+            f"{row.max_abs_difference:.2g} |"
+        )
+    return lines
+
+
 def _claims_table(ref, details, checks):
     import pandas as pd
 
@@ -390,8 +460,57 @@ class Reproductions:
             table = table[table["target"] == target].reset_index(drop=True)
         return table
 
+    def authors_splits(self, target: str) -> pd.DataFrame:
+        """The values the authors recorded for each of their splits (may be empty).
+
+        Parameters
+        ----------
+        target : str
+            A key of :attr:`targets`.
+
+        Returns
+        -------
+        table : pandas.DataFrame
+            Columns ``dataset, method, setting, d, metric, split, value,
+            source`` (``source``: the authors' file, row and column).
+        """
+        import pandas as pd
+
+        self.check(target)
+        with resources.files("fairpca.experiments").joinpath(_AUTHORS_SPLITS_FILE).open() as f:
+            table = pd.read_csv(f, dtype={"setting": str}, keep_default_na=False)
+        table = table[table["target"] == target].drop(columns="target")
+        return table.astype({"d": "Int64", "split": "int64", "value": float}).reset_index(drop=True)
+
+    def _options(self, target, splits, datasets):
+        """The keywords ``jobs`` takes for these choices, after checking them against the target."""
+        info = self.targets[target]
+        if splits not in info.split_modes:
+            raise ValueError(
+                f"{target} runs on splits {list(info.split_modes)}, got splits={splits!r}."
+            )
+        options = {"splits": splits} if len(info.split_modes) > 1 else {}
+        if datasets is not None:
+            datasets = tuple(datasets)
+            unknown = [name for name in datasets if name not in info.datasets]
+            if not info.datasets:
+                raise ValueError(f"{target} cannot be restricted to data sets.")
+            if unknown or not datasets:
+                raise ValueError(
+                    f"{target}: unknown data set(s) {unknown}; valid: {list(info.datasets)}."
+                )
+        if info.datasets:
+            options["datasets"] = datasets
+        return options
+
     def plan(
-        self, target: str, *, quick: bool = False, data_home: str | os.PathLike[str] | None = None
+        self,
+        target: str,
+        *,
+        quick: bool = False,
+        data_home: str | os.PathLike[str] | None = None,
+        splits: str = "ours",
+        datasets: Sequence[str] | None = None,
     ) -> tuple[list[tuple[str, Callable[[], list[dict[str, Any]]]]], dict[str, str]]:
         """The units of work of a target, to run one by one (e.g. behind a progress bar).
 
@@ -403,6 +522,11 @@ class Reproductions:
             The reduced run (fewer data sets, splits and settings).
         data_home : str or path, default=None
             Folder of the data files (default: ``$FAIRPCA_DATA``).
+        splits : str, default="ours"
+            One of the target's ``split_modes``: ``"authors"`` runs on the
+            splits the authors used.
+        datasets : sequence of str, default=None
+            Run only these of the target's ``datasets`` (None: all).
 
         Returns
         -------
@@ -412,8 +536,9 @@ class Reproductions:
             Filled while the jobs run: method name → why it could not run.
         """
         self.check(target)
+        options = self._options(target, splits, datasets)
         unavailable = {}
-        return self.targets[target].jobs(quick, data_home, unavailable), unavailable
+        return self.targets[target].jobs(quick, data_home, unavailable, **options), unavailable
 
     def run(
         self,
@@ -423,6 +548,8 @@ class Reproductions:
         data_home: str | os.PathLike[str] | None = None,
         progress: Callable[[str], object] | None = None,
         n_jobs: int = 1,
+        splits: str = "ours",
+        datasets: Sequence[str] | None = None,
     ) -> Reproduction:
         """Run one target and compare with the paper.
 
@@ -438,13 +565,19 @@ class Reproductions:
             Called as ``progress(label)`` after each unit of work.
         n_jobs : int, default=1
             Processes running units of work at once (see :func:`execute`).
+        splits : str, default="ours"
+            Split mode (see :meth:`plan`).
+        datasets : sequence of str, default=None
+            Data sets to run (see :meth:`plan`).
 
         Returns
         -------
         Reproduction
         """
         start = time.perf_counter()
-        jobs, unavailable = self.plan(target, quick=quick, data_home=data_home)
+        jobs, unavailable = self.plan(
+            target, quick=quick, data_home=data_home, splits=splits, datasets=datasets
+        )
         records, fit_seconds = [], []
         for label, unit_records, unit_seconds in execute(jobs, unavailable, n_jobs):
             records += unit_records
@@ -453,7 +586,13 @@ class Reproductions:
                 progress(label)
         seconds = time.perf_counter() - start
         return self.summarise(
-            target, records, unavailable, quick=quick, seconds=seconds, fit_seconds=fit_seconds
+            target,
+            records,
+            unavailable,
+            quick=quick,
+            seconds=seconds,
+            fit_seconds=fit_seconds,
+            splits=splits,
         )
 
     def summarise(
@@ -465,6 +604,7 @@ class Reproductions:
         quick: bool = False,
         seconds: float = 0.0,
         fit_seconds: Iterable[tuple[str, str, float]] = (),
+        splits: str = "ours",
     ) -> Reproduction:
         """Turn measurement records into a :class:`Reproduction` (table and figures).
 
@@ -482,6 +622,9 @@ class Reproductions:
             Duration to store.
         fit_seconds : iterable of (str, str, float), default=()
             ``(method, setting, seconds)`` of every fit, as :func:`execute` yields them.
+        splits : str, default="ours"
+            The split mode the records come from; on ``"authors"`` they are also
+            compared split by split with the authors' recorded values.
 
         Returns
         -------
@@ -490,6 +633,7 @@ class Reproductions:
         import pandas as pd
 
         self.check(target)
+        self._options(target, splits, None)
         details = pd.DataFrame(records, columns=[*_KEYS[:4], "split", "metric", "value"])
         ref = self.reference(target)
         info = self.targets[target]
@@ -515,7 +659,14 @@ class Reproductions:
             .reset_index()
         )
         times["mean_seconds"] = times["seconds"] / times["fits"]
-        return Reproduction(target, quick, table, details, figures, seconds, times)
+        per_split = None
+        if splits == "authors":
+            recorded = self.authors_splits(target)
+            if len(recorded):
+                per_split = _per_split_table(recorded, details)
+        return Reproduction(
+            target, quick, table, details, figures, seconds, times, splits, per_split
+        )
 
     def to_markdown(self, reproduction: Reproduction) -> str:
         """The comparison as a Markdown report (tables and links to the plots).
@@ -540,6 +691,9 @@ class Reproductions:
             f"{reproduction.seconds:.0f} s.",
             "",
         ]
+        if len(info.split_modes) > 1:
+            which = "the authors' own" if reproduction.splits == "authors" else "this library's"
+            lines += [f"Splits: {which} (`--splits {reproduction.splits}`).", ""]
         table = reproduction.table
         claims = table["paper_claim"].astype(bool).any()
         if claims:
@@ -570,6 +724,8 @@ class Reproductions:
                 lines += ["", "Status rule: " + "; ".join(rules) + "."]
         cited = sorted({c for c in table["citation"] if c})
         lines += ["", "Sources: " + "; ".join(cited) + "."]
+        if reproduction.per_split is not None and len(reproduction.per_split):
+            lines += ["", *_per_split_markdown(reproduction.per_split)]
         times = reproduction.fit_seconds
         if times is not None and len(times):
             lines += [
@@ -615,6 +771,9 @@ class Reproductions:
         reproduction.details.to_csv(output / f"{name}-details.csv", index=False)
         (output / "report.md").write_text(self.to_markdown(reproduction))
         written = [f"{name}.csv", f"{name}-details.csv", "report.md"]
+        if reproduction.per_split is not None:
+            reproduction.per_split.to_csv(output / f"{name}-per-split.csv", index=False)
+            written.append(f"{name}-per-split.csv")
         for filename, fig in reproduction.figures.items():
             fig.savefig(output / filename, dpi=120)
             written.append(filename)

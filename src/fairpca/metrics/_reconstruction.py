@@ -7,7 +7,7 @@ references.
 from __future__ import annotations
 
 from itertools import combinations
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -291,17 +291,22 @@ def pairwise_disparity_error(
     return {(a, b): errs[a] - errs[b] for a, b in combinations(errs, 2)}
 
 
-def explained_variance_ratio(X: ArrayLike, projection: BaseEstimator | ArrayLike) -> float:
+def explained_variance_ratio(
+    X: ArrayLike,
+    projection: BaseEstimator | ArrayLike,
+    *,
+    center: Literal["projection", "data"] = "projection",
+) -> float:
     r"""Fraction of the variance of ``X`` kept by the projection (%VAR of [Lee2022]_).
 
     .. math:: \frac{\mathrm{tr}(V^T \Sigma V)}{\mathrm{tr}\,\Sigma} =
               \frac{\sum_j s_j\, u_j^T \Sigma u_j}{\mathrm{tr}\,\Sigma}
               = \frac{\langle \Sigma, P \rangle}{\mathrm{tr}\,\Sigma},
 
-    with ``Sigma`` the covariance of ``X`` around the projection's mean and
-    components weighted by their scales ``s_j`` (the variance of the
-    representation ``Z``). For a sklearn PCA fitted on ``X`` this equals
-    ``explained_variance_ratio_.sum()``.
+    with ``Sigma`` the covariance of ``X`` around the projection's mean (or
+    around the mean of ``X``, ``center="data"``) and components weighted by
+    their scales ``s_j`` (the variance of the representation ``Z``). For a
+    sklearn PCA fitted on ``X`` this equals ``explained_variance_ratio_.sum()``.
 
     Parameters
     ----------
@@ -309,6 +314,11 @@ def explained_variance_ratio(X: ArrayLike, projection: BaseEstimator | ArrayLike
         Data.
     projection : estimator or array-like of shape (n_components, n_features)
         See :func:`group_reconstruction_error`.
+    center : {"projection", "data"}, default="projection"
+        Where ``Sigma`` is centred: the projection's mean (the training mean
+        of a fitted estimator: held-out rows are scored as the estimator maps
+        them) or the mean of ``X`` itself (Lee et al.'s %VAR, the covariance
+        of the test rows).
 
     Returns
     -------
@@ -316,8 +326,10 @@ def explained_variance_ratio(X: ArrayLike, projection: BaseEstimator | ArrayLike
         In ``[0, 1]``.
     """
     X = check_data(X, "X")
+    if center not in ("projection", "data"):
+        raise ValueError(f"center must be 'projection' or 'data', got {center!r}.")
     components, scales, mean, _ = _resolve_projection(projection, X)
-    A = X - mean
+    A = X - (X.mean(axis=0) if center == "data" else mean)
     total = np.einsum("ij,ij->", A, A)
     if total == 0:
         raise ValueError("X has zero variance around the projection's mean.")
