@@ -766,3 +766,27 @@ def test_dask_fit_without_groups_is_pca(da):
     pca = PCA(n_components=2).fit(X)
     assert subspace_distance(est.components_.T, pca.components_.T) < 1e-10
     assert not hasattr(est, "constraint_value_")
+
+
+def test_pca_start_that_spans_the_data_is_not_kept():
+    # Rank-3 data in 4 features, d = 3: the top 3 loadings span every row, so the PCA
+    # start keeps all the variance and the data's own MMD²; no descent leaves it (an
+    # exact stationary point). The fit must start elsewhere and meet tau = 0.05, as the
+    # random start does (the same start here: identical components).
+    rng = np.random.default_rng(0)
+    n = 120
+    a = rng.normal(size=(n, 3))
+    b = np.c_[rng.normal(1.0, 0.5, size=(n, 1)), rng.exponential(size=(n, 2))]
+    X = np.r_[a, b]
+    X = np.c_[X, X[:, 0] - 2 * X[:, 1]]
+    s = np.r_[np.zeros(n), np.ones(n)]
+    assert np.linalg.matrix_rank(X - X.mean(0)) == 3
+    pca_fit = MMDFairPCA(n_components=3, tau=0.05, random_state=0)
+    pca_fit.fit(X, sensitive_features=s)
+    random_fit = MMDFairPCA(n_components=3, tau=0.05, random_state=0, init="random")
+    random_fit.fit(X, sensitive_features=s)
+    whole = mmd2(X, s, np.linalg.svd(X - X.mean(0))[2][:3], bandwidth=pca_fit.bandwidth_)
+    assert whole > 0.2
+    assert pca_fit.constraint_value_ <= 0.05 * (1 + 1e-6)
+    assert pca_fit.converged_
+    np.testing.assert_allclose(pca_fit.components_, random_fit.components_, atol=1e-12)
