@@ -427,6 +427,109 @@ def test_three_groups(kind):
     assert reconstruction_error(X, est) <= 1.1 * reconstruction_error(X, pca)
 
 
+# ---------------------------------------------- many groups: one large, several small
+
+
+def race_like(seed):
+    """One group with 85 % of the rows and three of 5 % each, in R^3.
+
+    As on Adult / race, the disparity errors (sums over rows) of the small
+    groups are small and nearly equal at PCA, the large group's is large.
+    """
+    return make_gaussian_groups(
+        n_samples=1000,
+        n_features=3,
+        n_groups=4,
+        group_weights=[0.85, 0.05, 0.05, 0.05],
+        random_state=seed,
+    )
+
+
+def lines_grid(X, s, steps=400):
+    """Pairwise gaps and total loss of every line on a grid of the unit hemisphere.
+
+    Brute force, independent of the module: with d = 1 a subspace is a unit
+    vector ``u``, ``E_a(u) = |A_a|^2 - |A_a u|^2 - (own best rank-1 loss)``
+    from the raw rows ``A_a`` centred on the pooled mean.
+
+    Returns
+    -------
+    gaps : ndarray of shape (n_lines, n_pairs)
+    loss : ndarray of shape (n_lines,)
+    at : callable
+        ``at(u)``: the gaps and loss of one unit vector, by the same formulas.
+    """
+    Xc = X - X.mean(axis=0)
+    parts = [Xc[s == g] for g in np.unique(s)]
+    scatters = np.array([A.T @ A for A in parts])
+    own = np.array([np.sum(np.linalg.svd(A, compute_uv=False)[1:] ** 2) for A in parts])
+    pairs = list(combinations(range(len(parts)), 2))
+
+    def evaluate(u):
+        kept = np.einsum("np,kpq,nq->nk", u, scatters, u)
+        errors = np.trace(scatters, axis1=1, axis2=2) - kept - own
+        gaps = np.stack([errors[:, a] - errors[:, b] for a, b in pairs], axis=1)
+        return gaps, np.sum(Xc**2) - kept.sum(axis=1)
+
+    theta, phi = np.meshgrid(
+        np.linspace(0.0, np.pi / 2, steps + 1), np.linspace(0.0, 2 * np.pi, 2 * steps)
+    )
+    u = np.stack(
+        [np.sin(theta) * np.cos(phi), np.sin(theta) * np.sin(phi), np.cos(theta)], axis=-1
+    ).reshape(-1, 3)
+    gaps, loss = evaluate(u)
+
+    def at(v):
+        g, value = evaluate(np.reshape(v, (1, 3)))
+        return g[0], value[0]
+
+    return gaps, loss, at
+
+
+def test_many_groups_reach_the_disparity_ratio_at_the_grid_cost():
+    """PCA's small groups have nearly equal disparity errors; the fit must still be fair.
+
+    A Pareto descent on the six pairwise objectives cannot start here (its
+    direction is no longer than the tiny gradient of the nearly equal pairs):
+    it returned PCA. A brute-force grid of lines shows that the default
+    ``disparity_ratio`` (every gap at most 0.1 times PCA's largest) can be
+    met at 5.2 % more loss than PCA.
+    """
+    X, s = race_like(8)
+    gaps, loss, at = lines_grid(X, s)
+    gaps_pca, loss_pca = at(pca_basis(X, 1))
+    est = fit_quiet(ParetoFairPCA(1), X, s)
+    gaps_fit, loss_fit = at(est.components_)
+    largest = np.max(np.abs(gaps_pca))
+    assert np.max(np.abs(gaps_fit)) <= 0.1 * largest * (1 + 1e-9)
+    assert np.mean(np.abs(gaps_fit)) <= 0.2 * np.mean(np.abs(gaps_pca))
+    # Independent: the cheapest line on the grid that meets the same bound.
+    feasible = np.max(np.abs(gaps), axis=1) <= 0.1 * largest
+    assert loss_pca < loss[feasible].min() <= 1.06 * loss_pca
+    assert loss_fit <= 1.01 * loss[feasible].min()
+
+
+def test_many_groups_unreachable_ratio_stops_at_the_least_spread():
+    """When no line meets the ratio, the start is the minimum of the spread of the gaps.
+
+    The start search descends the sum of the pairwise penalties,
+    ``sum_(a<b) Delta_ab^2 / 2`` (normalised); the brute-force grid's
+    smallest sum must not be below the fit's by more than the grid's
+    resolution.
+    """
+    X, s = race_like(6)
+    gaps, _, at = lines_grid(X, s)
+    gaps_pca, _ = at(pca_basis(X, 1))
+    largest = np.max(np.abs(gaps_pca))
+    assert np.min(np.max(np.abs(gaps), axis=1)) > 0.15 * largest  # 0.1 is out of reach
+    est = fit_quiet(ParetoFairPCA(1), X, s)
+    gaps_fit, _ = at(est.components_)
+    spread_grid = np.min(np.sum(gaps**2, axis=1))
+    assert np.sum(gaps_fit**2) <= 1.01 * spread_grid
+    assert np.sum(gaps_fit**2) <= 0.05 * np.sum(gaps_pca**2)
+    assert np.mean(np.abs(gaps_fit)) <= 0.25 * np.mean(np.abs(gaps_pca))
+
+
 def test_group_smaller_than_n_components():
     rng = np.random.default_rng(1)
     X = rng.standard_normal((150, 6)) @ np.diag([3, 2, 1.5, 1, 0.5, 0.2])
@@ -533,7 +636,7 @@ def test_kamani_binary(kamani_splits, case):
 
 @pytest.mark.parametrize("case", [("adult", "race"), ("default_credit", "marriage")])
 @pytest.mark.requires_data
-def test_kamani_multigroup_every_gap_shrinks(kamani_splits, case):
+def test_kamani_multigroup_cuts_the_training_disparity(kamani_splits, case):
     split = kamani_splits[case]
     X, s = split.X_train, split.s_train
     est = fit_quiet(ParetoFairPCA(KAMANI_D), X, s)
@@ -541,8 +644,66 @@ def test_kamani_multigroup_every_gap_shrinks(kamani_splits, case):
     fair = pairwise_disparity_error(X, s, est)
     base = pairwise_disparity_error(X, s, pca)
     assert len(base) == len(np.unique(s)) * (len(np.unique(s)) - 1) // 2
-    assert all(abs(fair[key]) < abs(base[key]) for key in base)
-    assert reconstruction_error(X, est) <= 1.03 * reconstruction_error(X, pca)
+    # Kamani et al., Figures 6 and 8: the average disparity error falls far below PCA's.
+    assert mean_abs_gap(X, s, est) <= 0.5 * mean_abs_gap(X, s, pca)
+    assert max(map(abs, fair.values())) <= 0.5 * max(map(abs, base.values()))
+    assert reconstruction_error(X, est) <= 1.05 * reconstruction_error(X, pca)
+    if case == ("default_credit", "marriage"):
+        # Here no pair of groups is nearly equal at PCA, and every gap shrinks.
+        assert all(abs(fair[key]) < abs(base[key]) for key in base)
+
+
+def least_spread_subspace(X, s, d, U0):
+    """Minimise ``sum_(a<b) Delta_ab(U)^2`` over ``U = polar(W)`` with L-BFGS from ``U0``.
+
+    Independent of the module: the scatter matrices and each group's own best
+    rank-d loss come from the raw rows.
+    """
+    Xc = X - X.mean(axis=0)
+    parts = [Xc[s == g] for g in np.unique(s)]
+    scatters = np.array([A.T @ A for A in parts]) / np.sum(Xc**2)
+    own = np.array([np.sort(np.linalg.eigvalsh(S))[::-1][:d].sum() for S in scatters])
+
+    def polar(w):
+        u, _, vt = np.linalg.svd(w.reshape(X.shape[1], d), full_matrices=False)
+        return u @ vt
+
+    def spread(w):
+        errors = own - np.einsum("pd,kpq,qd->k", polar(w), scatters, polar(w))
+        return len(errors) * np.sum((errors - errors.mean()) ** 2)  # = sum over pairs
+
+    result = minimize(
+        spread,
+        U0.ravel(),
+        method="L-BFGS-B",
+        options={"maxiter": 5000, "ftol": 1e-15, "gtol": 1e-12},
+    )
+    return polar(result.x)
+
+
+@pytest.mark.requires_data("adult")
+def test_kamani_adult_race_training_disparity_far_below_pca():
+    """Adult / race, split 0, d = 10: the fit that used to stay at PCA (0.2008 -> 0.2005).
+
+    The four small groups' disparity errors are nearly equal at PCA, so no
+    Pareto step on the ten pairwise objectives was possible; the start search
+    now descends their sum. Its minimum (checked with an independent L-BFGS
+    run) is where the default ``disparity_ratio = 0.1`` is out of reach: the
+    average pairwise gap is then about 0.42 times PCA's.
+    """
+    from fairpca.experiments import kamani
+
+    split = kamani("adult", "race", split=0)
+    X, s = split.X_train, split.s_train
+    est = fit_quiet(ParetoFairPCA(KAMANI_D), X, s)
+    pca = PCA(n_components=KAMANI_D).fit(X)
+    assert mean_abs_gap(X, s, est) <= 0.5 * mean_abs_gap(X, s, pca)
+    assert reconstruction_error(X, est) <= 1.05 * reconstruction_error(X, pca)
+    best = least_spread_subspace(X, s, KAMANI_D, pca_basis(X, KAMANI_D))
+    gaps = np.array(list(pairwise_disparity_error(X, s, est).values()))
+    gaps_best = np.array(list(pairwise_disparity_error(X, s, best.T).values()))
+    assert np.sum(gaps**2) <= 1.01 * np.sum(gaps_best**2)
+    assert mean_abs_gap(X, s, est) <= 1.02 * mean_abs_gap(X, s, best.T)
 
 
 @pytest.mark.requires_data

@@ -51,7 +51,7 @@ _ARMIJO = 1e-4
 #: Most step halvings per line search (eta >= 2**-60 times the first trial).
 _MAX_HALVINGS = 60
 #: Longest move |eta D|_F of one step: 1 in the Pareto descent; 2**-5 in the start
-#: search, which then follows the disparities' descent path from PCA closely
+#: search, which then follows the disparity sum's descent path from PCA closely
 #: instead of jumping far from it (a jump can cost many percent of the loss).
 _MAX_MOVE = 1.0
 _START_MAX_MOVE = 2.0**-5

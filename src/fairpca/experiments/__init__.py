@@ -15,11 +15,11 @@ assembled from the paper modules (``fairpca reproduce --list``):
 - ``lee2022-table1``, ``lee2022-synthetic1``, ``lee2022-synthetic2``: Lee et al.
   (AAAI 2022), Table 1 and Figures 1-3
   (:mod:`~fairpca.experiments.papers.lee2022`).
-- ``vu2022-table1``, ``vu2022-radius``: Vu et al. (ICLR 2022), Table 1 and
+- ``vu2022-table1``, ``vu2022-radius``: Vu et al. (ICLR 2022), Tables 1 and 3 and
   Figure 4 (:mod:`~fairpca.experiments.papers.vu2022`).
-- ``samadi2018-figures``: Samadi et al. (NeurIPS 2018), Figure 4
+- ``samadi2018-figures``: Samadi et al. (NeurIPS 2018), Figures 3 and 4
   (:mod:`~fairpca.experiments.papers.samadi2018`).
-- ``kamani-figures``: Kamani et al. (arXiv 1911.04931), Figures 2, 3, 6 and 8
+- ``kamani-figures``: Kamani et al. (arXiv 1911.04931), Figures 2, 3, 6, 8 and 9
   (:mod:`~fairpca.experiments.papers.kamani`).
 
 :mod:`fairpca.experiments.held_out` checks the linear guarantee of the
