@@ -801,7 +801,7 @@ def reproduce(target, list_targets, quick, output, force, data_home, splits, dat
     if list_targets:
         for name, info in rep.TARGETS.items():
             click.echo(f"{name:20s} {info.title}")
-            click.echo(f"{'':20s}   full: {info.full_description} (~{info.full_minutes:g} min)")
+            click.echo(f"{'':20s}   full: {info.full_description} (~{info.minutes():g} min)")
             click.echo(f"{'':20s}   --quick: {info.quick_description}")
         return
     if target is None:
@@ -826,10 +826,9 @@ def reproduce(target, list_targets, quick, output, force, data_home, splits, dat
     if not quick:
         from joblib import effective_n_jobs
 
-        # full_minutes was measured in one process over every unit; units are independent.
+        # full_minutes was measured in one process; units are independent.
         workers = min(effective_n_jobs(n_jobs), max(len(jobs), 1))
-        share = len(jobs) / max(len(rep.plan(target, data_home=data_home, splits=splits)[0]), 1)
-        minutes = info.full_minutes * share / workers
+        minutes = info.minutes(datasets or None) / workers
         click.echo(
             f"{target}: full run, expected to take about {minutes:.3g} min "
             f"with {workers} process{'es' if workers > 1 else ''} (use --quick for a short one)",

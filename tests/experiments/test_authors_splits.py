@@ -64,6 +64,7 @@ def test_per_split_comparison_marks_each_split(tmp_path):
     text = reproductions.to_markdown(result)
     assert "Split by split against the values the authors recorded" in text
     assert "Splits: the authors' own (`--splits authors`)." in text
+    assert "Data sets run: compas." in text
     written = reproductions.write_report(result, tmp_path / "out")
     assert "lee2022-table1-per-split.csv" in written
     saved = pd.read_csv(tmp_path / "out" / "lee2022-table1-per-split.csv")
@@ -141,3 +142,22 @@ def test_vu_job_scores_the_training_rows_for_table3():
     expected = np.sum(singular[3:] ** 2) / len(centred)
     assert pca["ARE (in-sample)"] == pytest.approx(expected, rel=1e-10)
     assert {"ABDiff", "ARE", "ABDiff (in-sample)", "ARE (in-sample)"} <= set(pca.index)
+
+
+def test_expected_duration_counts_the_chosen_data_sets(monkeypatch):
+    lee = experiments.TARGETS["lee2022-table1"]
+    per_dataset = lee.full_minutes
+    assert set(per_dataset) == set(lee.datasets)
+    assert lee.minutes() == pytest.approx(sum(per_dataset.values()))
+    assert lee.minutes(["compas"]) == pytest.approx(per_dataset["compas"])
+    vu = experiments.TARGETS["vu2022-table1"]
+    assert vu.minutes(["ecoli", "wine_quality"]) == pytest.approx(
+        vu.full_minutes * 2 / len(vu.datasets)
+    )
+    # The CLI states the duration of the data sets asked for (one process).
+    monkeypatch.setattr(experiments, "plan", lambda *a, **k: ([("a", list)], {}))
+    result = CliRunner().invoke(
+        cli, ["reproduce", "lee2022-table1", "--dataset", "german_credit", "--jobs", "1"]
+    )
+    assert result.exit_code == 0, result.output
+    assert f"about {per_dataset['german_credit']:.3g} min with 1 process" in result.output

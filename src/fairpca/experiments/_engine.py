@@ -62,8 +62,10 @@ class Target:
         What the target reproduces (table or figure of which paper).
     citation : str
         The paper.
-    full_minutes : float
-        Measured duration of the full run in one process (shared 2-core machine).
+    full_minutes : float or dict
+        Measured duration of the full run in one process (shared 2-core
+        machine); for a target whose units differ much in cost between data
+        sets, ``{data set: minutes}`` (see :meth:`minutes`).
     quick_description, full_description : str
         What the reduced (``--quick``) and the full run cover.
     jobs : callable
@@ -88,7 +90,7 @@ class Target:
 
     title: str
     citation: str
-    full_minutes: float
+    full_minutes: float | Mapping[str, float]
     quick_description: str
     full_description: str
     jobs: object
@@ -96,6 +98,18 @@ class Target:
     figure: object = None
     split_modes: tuple = ("ours",)
     datasets: tuple = ()
+
+    def minutes(self, datasets: Iterable[str] | None = None) -> float:
+        """Expected minutes of the full run in one process, over ``datasets`` (None: all).
+
+        With a single duration for the target, a subset of data sets is
+        charged its share of the data sets.
+        """
+        chosen = list(self.datasets) if datasets is None else list(datasets)
+        if isinstance(self.full_minutes, Mapping):
+            return float(sum(self.full_minutes[name] for name in chosen))
+        share = len(chosen) / len(self.datasets) if self.datasets else 1.0
+        return float(self.full_minutes) * share
 
 
 @dataclass
@@ -694,6 +708,9 @@ class Reproductions:
         if len(info.split_modes) > 1:
             which = "the authors' own" if reproduction.splits == "authors" else "this library's"
             lines += [f"Splits: {which} (`--splits {reproduction.splits}`).", ""]
+        ran = list(dict.fromkeys(reproduction.details["dataset"]))
+        if info.datasets and not reproduction.quick and set(ran) < set(info.datasets):
+            lines += ["Data sets run: " + ", ".join(ran) + ".", ""]
         table = reproduction.table
         claims = table["paper_claim"].astype(bool).any()
         if claims:
