@@ -748,7 +748,7 @@ TABLE1 = Target(
 RADIUS = Target(
     "Vu et al. (2022), Figure 4: ARE + ABDiff of RFPCA against the radius scale alpha",
     TABLE1.citation,
-    11.0,
+    1.0,
     "alpha in {0, 2.5, 5, 7.5, 10}, 2 training draws",
     "alpha in {0, 0.4, ..., 10} (26 values), 100 training draws, one test set",
     _radius_jobs,
