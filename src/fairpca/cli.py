@@ -823,6 +823,12 @@ def reproduce(target, list_targets, quick, output, force, data_home, splits, dat
         )
     except ValueError as exc:
         raise click.UsageError(str(exc)) from exc
+    if not jobs:
+        covers = info.quick_description if quick else info.full_description
+        raise click.UsageError(
+            f"{target}: nothing to run for --dataset {', '.join(datasets)} "
+            f"(the {'--quick' if quick else 'full'} run covers: {covers})."
+        )
     if not quick:
         from joblib import effective_n_jobs
 

@@ -82,6 +82,8 @@ def test_plan_checks_split_mode_and_data_sets():
         experiments.plan("vu2022-radius", datasets=["toy"])
     with pytest.raises(ValueError, match=r"unknown data set\(s\) \['nope'\]"):
         experiments.plan("lee2022-table1", datasets=["compas", "nope"])
+    with pytest.raises(ValueError, match=r"unknown data set\(s\) \(none given\)"):
+        experiments.plan("lee2022-table1", datasets=[])
     with pytest.raises(ValueError, match="runs on splits"):
         experiments.plan("lee2022-table1", splits="theirs")
     with pytest.raises(ValueError, match="runs on splits"):
@@ -99,6 +101,10 @@ def test_reproduce_rejects_split_mode_and_data_set_a_target_lacks():
     assert result.exit_code == 2 and "runs on splits ['ours']" in result.output
     result = runner.invoke(cli, ["reproduce", "lee2022-table1", "--dataset", "nope"])
     assert result.exit_code == 2 and "unknown data set(s) ['nope']" in result.output
+    # The quick run covers COMPAS only: German credit alone leaves nothing to run.
+    args = ["reproduce", "lee2022-table1", "--quick", "--dataset", "german_credit"]
+    result = runner.invoke(cli, args)
+    assert result.exit_code == 2 and "nothing to run for --dataset german_credit" in result.output
     result = runner.invoke(cli, ["reproduce", "lee2022-table1", "--splits", "mine"])
     assert result.exit_code == 2 and "'mine' is not one of 'ours', 'authors'" in result.output
 

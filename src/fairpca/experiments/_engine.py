@@ -505,13 +505,14 @@ class Reproductions:
             )
         options = {"splits": splits} if len(info.split_modes) > 1 else {}
         if datasets is not None:
-            datasets = tuple(datasets)
-            unknown = [name for name in datasets if name not in info.datasets]
             if not info.datasets:
                 raise ValueError(f"{target} cannot be restricted to data sets.")
+            datasets = tuple(datasets)
+            unknown = [name for name in datasets if name not in info.datasets]
             if unknown or not datasets:
                 raise ValueError(
-                    f"{target}: unknown data set(s) {unknown}; valid: {list(info.datasets)}."
+                    f"{target}: unknown data set(s) {unknown or '(none given)'}; "
+                    f"valid: {list(info.datasets)}."
                 )
         if info.datasets:
             options["datasets"] = datasets

@@ -437,7 +437,7 @@ FIGURES = Target(
     "Samadi et al. (2018), Figures 3 and 4: each group's average error and loss against d",
     "Samadi, Tantipongpipat, Morgenstern, Singh, Vempala. The Price of Fair PCA: "
     "One Extra Dimension. NeurIPS 2018.",
-    6.0,
+    3.0,
     "Default credit, d = 1-4",
     "Default credit d = 1-21 and LFW d = 1-10 and 20 (one unit of work per data set and d)",
     _samadi_jobs,
