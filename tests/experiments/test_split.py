@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from fairpca.experiments import Split, kamani, lee2022, samadi2018, vu2022
+from fairpca.experiments._split import standardise
 
 
 @pytest.mark.requires_data
@@ -54,7 +55,7 @@ def test_split_is_frozen_and_describes_itself():
     ("call", "error", "message"),
     [
         (lambda: lee2022("lfw"), ValueError, "lee2022: dataset must be one of"),
-        (lambda: vu2022("lfw"), ValueError, "vu2022: dataset must be one of"),
+        (lambda: vu2022("adult"), ValueError, "vu2022: dataset must be one of"),
         (lambda: samadi2018("adult"), ValueError, "samadi2018: dataset must be one of"),
         (lambda: kamani("compas", "race"), ValueError, "kamani: dataset must be one of"),
         (lambda: kamani("adult", "marriage"), ValueError, "attribute for adult must be one of"),
@@ -74,3 +75,23 @@ def test_missing_files_name_the_file(tmp_path):
         lee2022("compas", data_home=tmp_path)
     with pytest.raises(FileNotFoundError, match="lfw_samadi_1764px_grey_x3.npz"):
         samadi2018("lfw", data_home=tmp_path)
+
+
+def test_standardise_keeps_scale_one_for_a_column_constant_up_to_rounding():
+    # 0.48 repeated: numpy's SD of it is ~1e-16, not 0; dividing by it would turn a
+    # held-out 1.0 into ~1e15 (E. coli's lip on Vu et al.'s split 3).
+    train = np.c_[np.full(37, 0.48), np.arange(37.0)]
+    test = np.array([[1.0, 3.0]])
+    assert train[:, 0].std() > 0
+    train_z, test_z = standardise(train, test)
+    np.testing.assert_allclose(train_z[:, 0], 0.0, atol=1e-15)
+    assert test_z[0, 0] == pytest.approx(0.52)
+    assert test_z[0, 1] == pytest.approx((3.0 - 18.0) / np.arange(37.0).std())
+
+
+@pytest.mark.requires_data("ecoli")
+def test_vu_authors_ecoli_split_3_has_no_blown_up_column():
+    from fairpca.experiments import vu2022
+
+    data = vu2022("ecoli", split=3, splits="authors")
+    assert np.abs(data.X_test).max() < 50
