@@ -761,13 +761,18 @@ class MMDFairPCA(FairPCABase):
         penalty = _Penalty(fit_strata, bandwidth, method, frequencies)
         objective = _CachedObjective(X, sigma, penalty)
 
-        _, pen_pca, h_pca, _, _ = objective.terms(V_pca)
+        variance_pca, pen_pca, h_pca, _, _ = objective.terms(V_pca)
         if h_pca <= tau:
             V, self.n_iter_, stopped = V_pca, 0, True
             self.history_ = _history([])
             self._log(f"PCA is already fair (MMD² {h_pca:.3g} <= tau {tau:g}).")
         else:
-            start_from_pca = self.init == "pca" and not _spans_the_data(objective, V_pca)
+            # With d at least the rank of the data the top d loadings keep all the
+            # variance and span every row. Any other V is reached by turning them
+            # towards directions without variance, which moves the projected rows only
+            # at second order: PCA is then a stationary point no descent leaves.
+            spans_the_data = variance_pca >= 1.0 - 1e-10
+            start_from_pca = self.init == "pca" and not spans_the_data
             if self.init == "pca" and not start_from_pca:
                 self._log("The top d loadings span the data: starting as init='random'.")
             V0 = V_pca if start_from_pca else self._random_start(objective, seeds[3], d)
@@ -831,20 +836,6 @@ class MMDFairPCA(FairPCABase):
 # --------------------------------------------------------------------------
 # Helpers of the estimator
 # --------------------------------------------------------------------------
-
-
-def _spans_the_data(objective, V):
-    """Whether the columns of ``V`` keep all of the variance (up to rounding).
-
-    With ``d`` at least the rank of the data, the top ``d`` loadings span every
-    row (plus, beyond the rank, directions of zero variance). Every other
-    orthonormal ``V`` is reached by turning them towards directions that carry
-    no variance, which changes the projected rows only at second order: the PCA
-    start is a stationary point of the penalised objective that the descent
-    cannot leave, with the data's own MMD².
-    """
-    kept = np.sum(V * objective.sigma_times(V))  # tr(V^T Sigma V) / tr(Sigma)
-    return bool(kept >= 1.0 - 1e-10)
 
 
 def _history(records):
