@@ -102,10 +102,11 @@ def test_projection_invariances(cls, data):
             rel = 1e-2 if cls is fairpca.RobustFairPCA else 1e-5
             assert other.objective_ / unit == pytest.approx(reference.objective_, rel=rel), name
         else:
-            # MMDFairPCA stops once a step moves V by at most 1e-6 (REPMS's rule): a
-            # translation's rounding-level change of the centred data can move its answer
-            # by that much (1.3e-7 seen), not more.
-            atol = 1e-6 if cls is fairpca.MMDFairPCA else 1e-7
+            # MMDFairPCA stops once a step moves V by at most 1e-6 (REPMS's rule), which
+            # bounds the last step, not the distance to the stationary point: a
+            # translation's rounding-level change of the centred data moved P = V V^T by
+            # 1.3e-7 and, on another example, 2.0e-6. Ten times the rule.
+            atol = 1e-5 if cls is fairpca.MMDFairPCA else 1e-7
             np.testing.assert_allclose(_projector(other), P, atol=atol, err_msg=name)
 
 
