@@ -63,10 +63,10 @@ __all__ = ["FantopeADMMResult", "fantope_projection", "solve_fantope_admm"]
 _INFEASIBLE = (
     "infeasible: no P in the Fantope of trace {d} keeps every pairwise mean difference within delta"
 )
-#: Anderson acceleration: residual differences kept, largest packed iterate it
-#: is used on (memory grows with it), and the residual growth that resets it.
-_ANDERSON_MEMORY = 8
-_ANDERSON_MAX_SIZE = 2_000_000
+#: Anderson acceleration: residual differences kept, most bytes they may take
+#: (beyond, the iteration runs without it), and the residual growth that resets it.
+_ANDERSON_MEMORY = 24
+_ANDERSON_MAX_BYTES = 256 * 2**20
 _ANDERSON_SAFEGUARD = 10.0
 #: Iterations between certificates (each costs about one ADMM iteration).
 _CHECK_EVERY = 10
@@ -616,15 +616,22 @@ class _Anderson:
     differences ``dF`` [Walker2011]_. When the residual grows more than
     ``_ANDERSON_SAFEGUARD`` times over the last accepted one, the memory is
     cleared and the plain step ``g_k`` is taken.
+
+    The differences sit in preallocated rows, the newest overwriting the
+    oldest, and their Gram matrix is updated one row per step, so that a step
+    costs three passes over the ``memory x size`` rows.
     """
 
-    def __init__(self, memory):
-        self.memory = memory
+    def __init__(self, memory, size):
+        self.dG = np.empty((memory, size))
+        self.dF = np.empty((memory, size))
+        self.gram = np.empty((memory, memory))
         self.reset()
 
     def reset(self):
         self.previous = None  # (g, f) of the last step
-        self.dG, self.dF = [], []
+        self.count = 0  # rows of dG, dF in use
+        self.slot = 0  # row the next difference overwrites
         self.accepted_norm = np.inf
 
     def next(self, x, g):
@@ -637,19 +644,22 @@ class _Anderson:
         self.accepted_norm = norm
         if self.previous is not None:
             g_old, f_old = self.previous
-            self.dG.append(g - g_old)
-            self.dF.append(f - f_old)
-            if len(self.dF) > self.memory:
-                self.dG.pop(0)
-                self.dF.pop(0)
+            j = self.slot
+            np.subtract(g, g_old, out=self.dG[j])
+            np.subtract(f, f_old, out=self.dF[j])
+            self.count = min(self.count + 1, len(self.dF))
+            self.slot = (j + 1) % len(self.dF)
+            row = self.dF[: self.count] @ self.dF[j]
+            self.gram[j, : self.count] = row
+            self.gram[: self.count, j] = row
         self.previous = (g, f)
-        if not self.dF:
+        if not self.count:
             return g
-        dF = np.stack(self.dF, axis=1)
-        gram = dF.T @ dF
+        k = self.count
+        gram = self.gram[:k, :k].copy()
         gram[np.diag_indices_from(gram)] += 1e-10 * np.trace(gram) + 1e-300
-        gamma = np.linalg.solve(gram, dF.T @ f)
-        return g - np.stack(self.dG, axis=1) @ gamma
+        gamma = np.linalg.solve(gram, self.dF[:k] @ f)
+        return g - gamma @ self.dG[:k]
 
 
 def solve_fantope_admm(
@@ -754,7 +764,8 @@ def solve_fantope_admm(
     layout = _Layout(X, Z, w)
     x = layout.pack(X, Z, w, U, V, u)
     ranks = {"fantope": 2 * d + 2, "prox": [4] * len(lmis)}
-    anderson = _Anderson(_ANDERSON_MEMORY) if x.size <= _ANDERSON_MAX_SIZE else None
+    fits = 2 * _ANDERSON_MEMORY * x.nbytes <= _ANDERSON_MAX_BYTES
+    anderson = _Anderson(_ANDERSON_MEMORY, x.size) if fits else None
     best = None  # (objective, W, core)
     upper = np.inf
     converged = False
