@@ -33,7 +33,10 @@ valid for any ``y_k`` and ``beta_j >= 0`` (the Fantope's support function is
 the sum of the ``d`` largest eigenvalues; the conjugate of ``mu ||.||_2^2`` is
 ``||.||_*^2 / (4 mu)``).
 
-The iteration is Anderson-accelerated [Walker2011]_. With many coordinates
+One iteration maps ``t = (X + U, Z_k + V_k, w + u)`` (the blocks plus their
+scaled multipliers) to the next; the iterates are read off ``t`` by the three
+projections, and Anderson acceleration [Walker2011]_ extrapolates ``t``, half
+the size of all iterates together. With many coordinates
 :mod:`fairpca._fantope_subspaces` runs it on growing subspaces.
 
 References
@@ -534,78 +537,100 @@ class _ADMMState:
 
 
 class _Layout:
-    """Packs the ADMM iterates ``(X, Z_k, w; U, V_k, u)`` into one vector and back."""
+    """Packs the governing sequence ``t = (T, T_k, t_w)`` into one vector and back.
 
-    def __init__(self, X, Z, w):
-        self.shapes = [X.shape] + [z.shape for z in Z] + ([w.shape] if w is not None else [])
-        self.sizes = [int(np.prod(shape)) for shape in self.shapes]
-        self.half = sum(self.sizes)
-        self.n_lmis = len(Z)
-        self.has_mean = w is not None
+    ``T`` is ``q x q``, ``T_k`` has the shape of ``F_k P`` and ``t_w`` one entry
+    per mean constraint.
+    """
 
-    def pack(self, X, Z, w, U, V, u):
-        parts = [X, *Z] + ([w] if self.has_mean else [])
-        parts += [U, *V] + ([u] if self.has_mean else [])
+    def __init__(self, shapes):
+        self.shapes = shapes
+        self.sizes = [int(np.prod(shape)) for shape in shapes]
+
+    def pack(self, parts):
         return np.concatenate([np.ravel(part) for part in parts])
 
-    def _split(self, vector):
+    def unpack(self, vector):
         out, at = [], 0
         for shape, size in zip(self.shapes, self.sizes, strict=True):
             out.append(vector[at : at + size].reshape(shape))
             at += size
-        X, Z = out[0], out[1 : 1 + self.n_lmis]
-        return X, Z, (out[-1] if self.has_mean else None)
-
-    def unpack(self, x):
-        X, Z, w = self._split(x[: self.half])
-        U, V, u = self._split(x[self.half :])
-        return X, Z, w, U, V, u
-
-    def scale_duals(self, x, factor):
-        x = x.copy()
-        x[self.half :] *= factor
-        return x
+        return out
 
 
 @dataclass
-class _Step:
-    """One ADMM iteration: the packed iterates and what the certificate reads."""
+class _Decoded:
+    """The ADMM iterates read off ``t``: primal blocks, scaled duals, Fantope eigenpairs."""
 
-    x: np.ndarray
-    P: np.ndarray
-    FP: list
-    gP: np.ndarray | None
+    X: np.ndarray
+    Z: list
+    w: np.ndarray | None
+    U: np.ndarray
+    V: list
+    u: np.ndarray | None
     Xw: np.ndarray
     Xv: np.ndarray
 
+    def scale_duals(self, factor):
+        """The same iterates for ``rho * factor``: scaled duals divided by ``factor``.
 
-def _admm_step(layout, x, S, rho, normal, lmis, G, limits, mu, d, ranks):
-    """One ADMM iteration (scaled form) from the packed iterates ``x``.
+        ``U`` stays in the Fantope's normal cone at ``X`` (a cone), and likewise
+        for the other blocks, so the projections of the new ``t`` are unchanged.
+        """
+        self.U = self.U / factor
+        self.V = [v / factor for v in self.V]
+        if self.u is not None:
+            self.u = self.u / factor
 
-    ``P``-step (normal equations), then the Fantope projection, the squared
-    spectral-norm proxes and the clip of the mean block, then the multipliers.
-    ``ranks`` (updated in place) carries the eigenpair counts to try first.
+    def parts(self):
+        """``t = (X + U, Z_k + V_k, w + u)``, the point these iterates are read from."""
+        parts = [self.X + self.U] + [z + v for z, v in zip(self.Z, self.V, strict=True)]
+        return parts + ([self.w + self.u] if self.w is not None else [])
+
+
+def _decode(layout, t, has_mean, limits, weight, d, ranks):
+    """The iterates of ``t``: the projections of its blocks and the residues (scaled duals).
+
+    ``X = Pi_F(T)`` (Fantope), ``Z_k = prox_{weight ||.||_2^2}(T_k)``,
+    ``w = min(t_w, limits)``; ``U = T - X`` and so on. ``ranks`` (updated in
+    place) carries the eigenpair counts to try first.
     """
-    X, Z, w, U, V, u = layout.unpack(x)
-    blocks = [z - v for z, v in zip(Z, V, strict=True)]
-    R = S / rho + X - U + _adjoint(lmis, G, blocks, None if G is None else w - u)
+    parts = layout.unpack(t)
+    T, t_w = parts[0], (parts[-1] if has_mean else None)
+    blocks = parts[1 : len(parts) - has_mean]
+    Xw, Xv = fantope_projection(T, d, ranks["fantope"])
+    ranks["fantope"] = Xv.size + d + 2
+    X = (Xw * Xv) @ Xw.T
+    Z, V = [], []
+    for i, block in enumerate(blocks):
+        z, ranks["prox"][i] = squared_spectral_prox(block, weight, ranks["prox"][i] + 2)
+        Z.append(z)
+        V.append(block - z)
+    w = u = None
+    if has_mean:
+        w = np.minimum(t_w, limits)
+        u = t_w - w
+    return _Decoded(X, Z, w, T - X, V, u, Xw, Xv)
+
+
+def _p_step(it, S, rho, normal, lmis, G):
+    """The ``P``-step from the iterates, and the next ``t`` parts with ``F_k P``, ``g^T P g``.
+
+    ``P`` solves the normal equations of the augmented Lagrangian; the next
+    ``t`` is ``(P + U, F_k P + V_k, g^T P g + u)``: one ADMM iteration is
+    ``t -> _p_step(_decode(t))``, a fixed-point map that Anderson acceleration
+    extrapolates.
+    """
+    blocks = [z - v for z, v in zip(it.Z, it.V, strict=True)]
+    R = S / rho + it.X - it.U + _adjoint(lmis, G, blocks, None if G is None else it.w - it.u)
     P = _sym(normal.solve(R))
     FP = [np.asarray(F @ P) for F in lmis]
-    gP = np.einsum("ja,ab,jb->j", G, P, G) if G is not None else None
-    Xw, Xv = fantope_projection(P + U, d, ranks["fantope"])
-    ranks["fantope"] = Xv.size + d + 2
-    X_new = (Xw * Xv) @ Xw.T
-    U_new = U + P - X_new
-    Z_new, V_new = [], []
-    for i, (fp, v) in enumerate(zip(FP, V, strict=True)):
-        z, ranks["prox"][i] = squared_spectral_prox(fp + v, mu / rho, ranks["prox"][i] + 2)
-        Z_new.append(z)
-        V_new.append(v + fp - z)
-    w_new = u_new = None
+    parts = [P + it.U] + [fp + v for fp, v in zip(FP, it.V, strict=True)]
+    gP = None
     if G is not None:
-        w_new = np.minimum(gP + u, limits)
-        u_new = u + gP - w_new
-    return _Step(layout.pack(X_new, Z_new, w_new, U_new, V_new, u_new), P, FP, gP, Xw, Xv)
+        gP = np.einsum("ja,ab,jb->j", G, P, G)
+        parts.append(gP + it.u)
+    return parts, P, FP, gP
 
 
 class _Anderson:
@@ -745,98 +770,108 @@ def solve_fantope_admm(
         # Warm start at PCA: the top-d eigenprojector of S, multipliers zero.
         _, vectors = top_eigh(S, d)
         X = vectors @ vectors.T
-        Z = [np.asarray(F @ X) for F in lmis]
-        w = np.minimum(np.einsum("ja,ab,jb->j", G, X, G), limits) if G is not None else None
-        U = np.zeros((q, q))
-        V = [np.zeros_like(z) for z in Z]
-        u = np.zeros(len(G)) if G is not None else None
+        parts = [X] + [np.asarray(F @ X) for F in lmis]
+        if G is not None:
+            parts.append(np.minimum(np.einsum("ja,ab,jb->j", G, X, G), limits))
         rho = max(np.linalg.norm(S, 2), np.finfo(float).tiny)  # S / rho is of order 1
     else:
-        X, Z, w, U, V, u, rho = (
-            state.X,
-            state.Z,
-            state.w,
-            state.U.copy(),
-            [v.copy() for v in state.V],
-            None if state.u is None else state.u.copy(),
-            state.rho,
-        )
-    layout = _Layout(X, Z, w)
-    x = layout.pack(X, Z, w, U, V, u)
+        parts = [state.X + state.U] + [z + v for z, v in zip(state.Z, state.V, strict=True)]
+        if state.w is not None:
+            parts.append(state.w + state.u)
+        rho = state.rho
+    layout = _Layout([part.shape for part in parts])
+    t = layout.pack(parts)
     ranks = {"fantope": 2 * d + 2, "prox": [4] * len(lmis)}
-    fits = 2 * _ANDERSON_MEMORY * x.nbytes <= _ANDERSON_MAX_BYTES
-    anderson = _Anderson(_ANDERSON_MEMORY, x.size) if fits else None
+    fits = 2 * _ANDERSON_MEMORY * t.nbytes <= _ANDERSON_MAX_BYTES
+    anderson = _Anderson(_ANDERSON_MEMORY, t.size) if fits else None
     best = None  # (objective, W, core)
     upper = np.inf
     converged = False
+    previous = None  # iterates of the last iteration, for the dual residual
     n_iter = 0
     for n_iter in range(1, max_iter + 1):
-        X_old, Z_old, w_old, *_ = layout.unpack(x)
-        step = _admm_step(layout, x, S, rho, normal, lmis, G, limits, mu, d, ranks)
-        x = step.x if anderson is None else anderson.next(x, step.x)
-        if n_iter % _CHECK_EVERY and n_iter != max_iter:
-            continue
-        X, Z, w, U, V, u = layout.unpack(step.x)
-        # Certificate: a feasible point's objective against the Lagrangian bound.
-        point = _feasible_point(step.Xw, step.Xv, restore, G, limits)
-        if point is not None:
-            Wf, core = point
-            objective = float(np.sum((Wf.T @ S @ Wf) * core))
-            if lmis:
-                objective -= mu * _penalties(lmis, Wf, core).sum()
-            if best is None or objective > best[0]:
-                best = (objective, Wf, core)
-        y = [rho * v for v in V]
-        bound = sum(_nuclear_norm(yk) ** 2 for yk in y) / (4 * mu) if lmis else 0.0
-        beta = None
-        if G is not None:
-            beta = np.clip(rho * u, 0.0, None)
-            if certified_infeasible(G, beta, d, limits):
-                raise ValueError(_INFEASIBLE.format(d=d))
-            bound += beta @ limits
-        upper = min(upper, _top_sum(_sym(S - _adjoint(lmis, G, y, beta)), d) + bound)
-        if best is not None:
-            scale = max(abs(best[0]), abs(upper), np.finfo(float).tiny)
-            gap = upper - best[0]
-            if log is not None:
-                log(
-                    "ADMM iteration %d: objective %.10g, bound %.10g, relative gap %.2e, rho %.3g",
-                    n_iter,
-                    best[0],
-                    upper,
-                    gap / scale,
-                    rho,
-                )
-            if gap <= tol * scale:
-                converged = True
-                break
-        # Residual balancing of the penalty parameter.
-        primal = [np.linalg.norm(step.P - X)] + [
-            np.linalg.norm(f - z) for f, z in zip(step.FP, Z, strict=True)
-        ]
-        if G is not None:
-            primal.append(np.linalg.norm(step.gP - w))
-        changes = [z - zo for z, zo in zip(Z, Z_old, strict=True)]
-        dual_change = X - X_old + _adjoint(lmis, G, changes, None if G is None else w - w_old)
-        scaled_dual = U + _adjoint(lmis, G, V, u)
-        r_primal = np.linalg.norm(primal) / max(np.linalg.norm(step.P), np.linalg.norm(X), 1e-300)
-        r_dual = np.linalg.norm(dual_change) / max(np.linalg.norm(scaled_dual), 1e-300)
-        if r_primal > 0 and r_dual > 0:
-            ratio = np.sqrt(r_primal / r_dual)
-            if ratio > _RHO_IMBALANCE or ratio < 1 / _RHO_IMBALANCE:
-                factor = float(np.clip(ratio, 1e-2, 1e2))
+        it = _decode(layout, t, G is not None, limits, mu / rho, d, ranks)
+        check = n_iter % _CHECK_EVERY == 0 or n_iter == max_iter
+        if check:
+            # Certificate: a feasible point's objective against the Lagrangian bound.
+            point = _feasible_point(it.Xw, it.Xv, restore, G, limits)
+            if point is not None:
+                Wf, core = point
+                objective = float(np.sum((Wf.T @ S @ Wf) * core))
+                if lmis:
+                    objective -= mu * _penalties(lmis, Wf, core).sum()
+                if best is None or objective > best[0]:
+                    best = (objective, Wf, core)
+            y = [rho * v for v in it.V]
+            bound = sum(_nuclear_norm(yk) ** 2 for yk in y) / (4 * mu) if lmis else 0.0
+            beta = None
+            if G is not None:
+                beta = np.clip(rho * it.u, 0.0, None)
+                if certified_infeasible(G, beta, d, limits):
+                    raise ValueError(_INFEASIBLE.format(d=d))
+                bound += beta @ limits
+            upper = min(upper, _top_sum(_sym(S - _adjoint(lmis, G, y, beta)), d) + bound)
+            if best is not None:
+                scale = max(abs(best[0]), abs(upper), np.finfo(float).tiny)
+                gap = upper - best[0]
+                if log is not None:
+                    log(
+                        "ADMM iteration %d: objective %.10g, bound %.10g, relative gap %.2e, "
+                        "rho %.3g",
+                        n_iter,
+                        best[0],
+                        upper,
+                        gap / scale,
+                        rho,
+                    )
+                if gap <= tol * scale:
+                    converged = True
+                    break
+        parts, P, FP, gP = _p_step(it, S, rho, normal, lmis, G)
+        if check and previous is not None:
+            factor = _rho_factor(it, previous, P, FP, gP, lmis, G)
+            if factor != 1.0:
                 rho *= factor
-                x = layout.scale_duals(x, 1.0 / factor)
+                it.scale_duals(factor)
+                parts, *_ = _p_step(it, S, rho, normal, lmis, G)
                 if anderson is not None:
                     anderson.reset()
-    X, Z, w, U, V, u = layout.unpack(x)
+        t_next = layout.pack(parts)
+        t = t_next if anderson is None else anderson.next(t, t_next)
+        previous = it
     if best is None:
         raise ValueError(
             f"ADMM found no point meeting the mean constraints in {n_iter} iterations: "
             "the SDP may be infeasible"
         )
     objective, Wf, core = best
-    y = [rho * v for v in V]
-    beta = None if G is None else np.clip(rho * u, 0.0, None)
-    state = _ADMMState(X, Z, w, U, V, u, rho)
+    y = [rho * v for v in it.V]
+    beta = None if G is None else np.clip(rho * it.u, 0.0, None)
+    state = _ADMMState(it.X, it.Z, it.w, it.U, it.V, it.u, rho)
     return finish(Wf, core, objective, upper, n_iter, converged, y, beta, state)
+
+
+def _rho_factor(it, previous, P, FP, gP, lmis, G):
+    """Factor by which residual balancing changes ``rho`` (1 when the residuals are balanced).
+
+    The primal residual is ``t_next - t`` (``P - X``, ``F_k P - Z_k``,
+    ``g^T P g - w``), the dual one the change of the projected blocks since the
+    last iteration mapped through the constraints, each relative to its scale.
+    """
+    primal = [np.linalg.norm(P - it.X)] + [
+        np.linalg.norm(f - z) for f, z in zip(FP, it.Z, strict=True)
+    ]
+    if G is not None:
+        primal.append(np.linalg.norm(gP - it.w))
+    changes = [z - zo for z, zo in zip(it.Z, previous.Z, strict=True)]
+    dual_change = (
+        it.X - previous.X + _adjoint(lmis, G, changes, None if G is None else it.w - previous.w)
+    )
+    scaled_dual = it.U + _adjoint(lmis, G, it.V, it.u)
+    r_primal = np.linalg.norm(primal) / max(np.linalg.norm(P), np.linalg.norm(it.X), 1e-300)
+    r_dual = np.linalg.norm(dual_change) / max(np.linalg.norm(scaled_dual), 1e-300)
+    if r_primal > 0 and r_dual > 0:
+        ratio = np.sqrt(r_primal / r_dual)
+        if ratio > _RHO_IMBALANCE or ratio < 1 / _RHO_IMBALANCE:
+            return float(np.clip(ratio, 1e-2, 1e2))
+    return 1.0

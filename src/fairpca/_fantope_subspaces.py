@@ -34,7 +34,7 @@ _SUBSPACE_FROM = 120
 _SUBSPACE_START = 40
 _SUBSPACE_STEP = 20
 #: Smallest part of a new direction outside the current subspace that is added.
-_NEW_DIRECTION = 1e-3
+_NEW_DIRECTION = 1e-6
 #: Relative gap to which the first subspace is solved, and most ADMM iterations
 #: of a round while the subspace is still growing.
 _FIRST_ROUND_TOL = 1e-3
