@@ -73,6 +73,9 @@ _ANDERSON_MAX_BYTES = 256 * 2**20
 _ANDERSON_SAFEGUARD = 10.0
 #: Iterations between certificates (each costs about one ADMM iteration).
 _CHECK_EVERY = 10
+#: First penalty parameter, in units of ``||S||_2`` (S / rho of order 10 converged in
+#: fewer iterations than of order 1 or 3: ``benchmarks/convex_admm.py --suite``).
+_RHO_START = 0.1
 #: Residual imbalance that triggers a change of the penalty parameter.
 _RHO_IMBALANCE = 5.0
 #: Share of the spectrum above which a full eigendecomposition is cheaper than a subset.
@@ -773,7 +776,7 @@ def solve_fantope_admm(
         parts = [X] + [np.asarray(F @ X) for F in lmis]
         if G is not None:
             parts.append(np.minimum(np.einsum("ja,ab,jb->j", G, X, G), limits))
-        rho = max(np.linalg.norm(S, 2), np.finfo(float).tiny)  # S / rho is of order 1
+        rho = _RHO_START * max(np.linalg.norm(S, 2), np.finfo(float).tiny)
     else:
         parts = [state.X + state.U] + [z + v for z, v in zip(state.Z, state.V, strict=True)]
         if state.w is not None:
