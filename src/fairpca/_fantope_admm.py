@@ -78,6 +78,9 @@ _CHECK_EVERY = 10
 _RHO_START = 0.1
 #: Residual imbalance that triggers a change of the penalty parameter.
 _RHO_IMBALANCE = 5.0
+#: Fewest columns at which a mostly-zero LMI factor is kept sparse (below, the
+#: dense product is faster than scipy.sparse's per-call overhead).
+_SPARSE_FROM = 64
 #: Share of the spectrum above which a full eigendecomposition is cheaper than a subset.
 _FULL_SHARE = 0.3
 #: Eigenvalues beyond the d-th looked at for a tie when the SDP has no constraints.
@@ -286,11 +289,32 @@ def squared_spectral_prox(Y, weight, rank=4):
 # ---------------------------------------------------------------------------
 
 
-def _as_operator(F):
-    """``F`` as a dense array, or kept sparse when it is mostly zeros (diagonal factors)."""
-    if sparse.issparse(F) and F.nnz > 0.1 * F.shape[0] * F.shape[1]:
-        return F.toarray()
-    return F
+class _Factor:
+    """An LMI factor ``F``, for the products ``F @ A`` and ``F.adjoint(B) = F^T B``.
+
+    A mostly-zero factor (the diagonal ones of the first pair) with at least
+    ``_SPARSE_FROM`` columns stays sparse, with its transpose formed once
+    (scipy.sparse builds a new matrix at every ``.T``); others are dense arrays.
+    """
+
+    def __init__(self, F):
+        rows, columns = F.shape
+        if sparse.issparse(F) and (columns < _SPARSE_FROM or F.nnz > 0.1 * rows * columns):
+            F = F.toarray()
+        self.matrix = F.tocsr() if sparse.issparse(F) else np.asarray(F)
+        self.transpose = self.matrix.T.tocsr() if sparse.issparse(F) else self.matrix.T
+        self.shape = F.shape
+
+    def __matmul__(self, A):
+        return np.asarray(self.matrix @ A)
+
+    def adjoint(self, B):
+        return np.asarray(self.transpose @ B)
+
+    def gram(self):
+        """``F^T F`` as a dense array."""
+        product = self.transpose @ self.matrix
+        return product.toarray() if sparse.issparse(product) else product
 
 
 def _sym(A):
@@ -305,12 +329,12 @@ def _lmi_blocks(factors, mu):
     slots : list of (int, int)
         ``(pair, sign)`` of each non-None factor of ``factors``.
     operators : list
-        Those factors (:func:`_as_operator`), for the reported bounds.
+        Those factors as :class:`_Factor`, for the reported bounds.
     lmis : list
         The same, or empty when ``mu = 0`` (the penalty then plays no part).
     """
     slots = [(a, b) for a, pair in enumerate(factors) for b, F in enumerate(pair) if F is not None]
-    operators = [_as_operator(factors[a][b]) for a, b in slots]
+    operators = [_Factor(factors[a][b]) for a, b in slots]
     return slots, operators, (operators if mu > 0 else [])
 
 
@@ -326,7 +350,7 @@ def _adjoint(lmis, G, blocks, weights):
     """``sym(sum_k F_k^T B_k) + sum_j w_j g_j g_j^T``: the constraints' adjoint without ``X``."""
     out = 0.0
     if lmis:
-        out = _sym(sum(np.asarray(F.T @ B) for F, B in zip(lmis, blocks, strict=True)))
+        out = _sym(sum(F.adjoint(B) for F, B in zip(lmis, blocks, strict=True)))
     if G is not None:
         out = out + (G.T * weights) @ G
     return out
@@ -344,7 +368,7 @@ class _NormalEquations:
     def __init__(self, factors, mean_vectors, q):
         M = np.eye(q)
         for F in factors:
-            M += (F.T @ F).toarray() if sparse.issparse(F) else F.T @ F
+            M += F.gram()
         off_diagonal = M - np.diag(np.diag(M))
         if not off_diagonal.any():
             m, self.basis = np.diag(M).copy(), None

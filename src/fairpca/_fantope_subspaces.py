@@ -75,10 +75,7 @@ def _full_bound(S, lmis, G, limits, B, Qs, result, mu, d, n_vectors):
     C = S.copy()
     bound = 0.0
     if lmis:
-        T = sum(
-            np.asarray(F.T @ Qk) @ yk
-            for F, Qk, yk in zip(lmis, Qs, result.multipliers, strict=True)
-        )
+        T = sum(F.adjoint(Qk) @ yk for F, Qk, yk in zip(lmis, Qs, result.multipliers, strict=True))
         C -= _sym(T @ B.T)
         bound += sum(_nuclear_norm(yk) ** 2 for yk in result.multipliers) / (4 * mu)
     if G is not None:
