@@ -48,7 +48,7 @@ def test_fantope_projection_against_clarabel(seed, d):
 @pytest.mark.parametrize(("shape", "weight"), [((5, 8), 0.3), ((8, 5), 2.0), ((6, 6), 50.0)])
 def test_squared_spectral_prox_against_clarabel(shape, weight):
     Y = np.random.default_rng(1).standard_normal(shape)
-    Z, clipped = admm.squared_spectral_prox(Y, weight, rank=1)
+    Z, clipped, removed = admm.squared_spectral_prox(Y, weight, rank=1)
     V = cp.Variable(shape)
     cp.Problem(
         cp.Minimize(weight * cp.square(cp.sigma_max(V)) + 0.5 * cp.sum_squares(V - Y))
@@ -61,6 +61,7 @@ def test_squared_spectral_prox_against_clarabel(shape, weight):
     assert objective(Z) <= objective(V.value) + 1e-9
     np.testing.assert_allclose(Z, V.value, atol=1e-4)
     assert clipped >= 1
+    assert removed == pytest.approx(np.linalg.svd(Y - Z, compute_uv=False).sum(), rel=1e-10)
 
 
 CASES = [
@@ -71,6 +72,7 @@ CASES = [
     (6, 2, 0.05, 0.05, "both"),
     (8, 2, 1.0, 0.1, "both"),
     (7, 3, 0.05, 0.0, "both"),
+    (6, 2, 0.0, 0.1, "both"),  # no covariance penalty: the LMI blocks drop out
 ]
 
 

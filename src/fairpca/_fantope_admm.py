@@ -262,9 +262,11 @@ def squared_spectral_prox(Y, weight, rank=4):
     Z : ndarray of shape (m, q)
     n_clipped : int
         Singular values lowered (a good first ``rank`` for the next call).
+    removed : float
+        ``||Y - Z||_*``: the sum of the amounts ``sigma_i - c`` taken off.
     """
     wide = Y.shape[0] <= Y.shape[1]
-    gram = Y @ Y.T if wide else Y.T @ Y
+    gram = _gram(Y)
     size = gram.shape[0]
     r = min(size, max(1, rank))
     while True:
@@ -276,12 +278,13 @@ def squared_spectral_prox(Y, weight, rank=4):
             break
         r = min(size, 2 * r)
     if k == 0 or sigma[0] <= 0:
-        return Y.copy(), 0
+        return Y.copy(), 0, 0.0
     shrink = 1.0 - level / sigma[:k]
     U = vectors[:, :k]
+    removed = float(np.sum(sigma[:k] - level))
     if wide:
-        return Y - (U * shrink) @ (U.T @ Y), k
-    return Y - (Y @ U) * shrink @ U.T, k
+        return Y - (U * shrink) @ (U.T @ Y), k, removed
+    return Y - (Y @ U) * shrink @ U.T, k, removed
 
 
 # ---------------------------------------------------------------------------
@@ -400,18 +403,25 @@ def _top_sum(C, d):
     return float(eigvalsh(C, subset_by_index=[q - d, q - 1], check_finite=False).sum())
 
 
+def _gram(Y):
+    """The smaller of ``Y Y^T`` and ``Y^T Y``."""
+    return Y @ Y.T if Y.shape[0] <= Y.shape[1] else Y.T @ Y
+
+
 def _nuclear_norm(Y):
     """Sum of the singular values of ``Y``, from the eigenvalues of its smaller Gram matrix."""
-    gram = Y @ Y.T if Y.shape[0] <= Y.shape[1] else Y.T @ Y
-    return float(np.sqrt(np.clip(eigvalsh(gram, check_finite=False), 0.0, None)).sum())
+    return float(np.sqrt(np.clip(eigvalsh(_gram(Y), check_finite=False), 0.0, None)).sum())
 
 
 def _penalties(factors, W, core):
-    """``||F_k P||_2^2`` for ``P = W core W^T``, orthonormal ``W``, via ``F_k W core``."""
+    """``||F_k P||_2^2`` for ``P = W core W^T``, orthonormal ``W``, via ``F_k W core``.
+
+    The largest eigenvalue of the smaller Gram matrix of ``F_k W core``.
+    """
     out = []
     for F in factors:
         small = np.asarray(F @ W) @ core
-        out.append(float(np.linalg.norm(small, 2) ** 2) if small.size else 0.0)
+        out.append(_top_sum(_gram(small), 1) if small.size else 0.0)
     return np.array(out)
 
 
@@ -597,6 +607,7 @@ class _Decoded:
     u: np.ndarray | None
     Xw: np.ndarray
     Xv: np.ndarray
+    V_nuclear: list  # ||V_k||_*, from the proximal maps
 
     def scale_duals(self, factor):
         """The same iterates for ``rho * factor``: scaled duals divided by ``factor``.
@@ -606,13 +617,9 @@ class _Decoded:
         """
         self.U = self.U / factor
         self.V = [v / factor for v in self.V]
+        self.V_nuclear = [value / factor for value in self.V_nuclear]
         if self.u is not None:
             self.u = self.u / factor
-
-    def parts(self):
-        """``t = (X + U, Z_k + V_k, w + u)``, the point these iterates are read from."""
-        parts = [self.X + self.U] + [z + v for z, v in zip(self.Z, self.V, strict=True)]
-        return parts + ([self.w + self.u] if self.w is not None else [])
 
 
 def _decode(layout, t, has_mean, limits, weight, d, ranks):
@@ -628,16 +635,17 @@ def _decode(layout, t, has_mean, limits, weight, d, ranks):
     Xw, Xv = fantope_projection(T, d, ranks["fantope"])
     ranks["fantope"] = Xv.size + d + 2
     X = (Xw * Xv) @ Xw.T
-    Z, V = [], []
+    Z, V, V_nuclear = [], [], []
     for i, block in enumerate(blocks):
-        z, ranks["prox"][i] = squared_spectral_prox(block, weight, ranks["prox"][i] + 2)
+        z, ranks["prox"][i], removed = squared_spectral_prox(block, weight, ranks["prox"][i] + 2)
         Z.append(z)
         V.append(block - z)
+        V_nuclear.append(removed)
     w = u = None
     if has_mean:
         w = np.minimum(t_w, limits)
         u = t_w - w
-    return _Decoded(X, Z, w, T - X, V, u, Xw, Xv)
+    return _Decoded(X, Z, w, T - X, V, u, Xw, Xv, V_nuclear)
 
 
 def _p_step(it, S, rho, normal, lmis, G):
@@ -830,7 +838,7 @@ def solve_fantope_admm(
                 if best is None or objective > best[0]:
                     best = (objective, Wf, core)
             y = [rho * v for v in it.V]
-            bound = sum(_nuclear_norm(yk) ** 2 for yk in y) / (4 * mu) if lmis else 0.0
+            bound = sum((rho * value) ** 2 for value in it.V_nuclear) / (4 * mu) if lmis else 0.0
             beta = None
             if G is not None:
                 beta = np.clip(rho * it.u, 0.0, None)
