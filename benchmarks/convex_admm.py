@@ -67,7 +67,7 @@ def suite_problems():
     for p in (20, 100):
         problems[f"scale grid p={p} n=1e6"] = (*_memory_data(10**6, p, 0), {})
     problems["scale grid p=50 n=1e5 seed 1"] = (*_memory_data(10**5, 50, 1), {})
-    for p, seed in ((40, 0), (60, 3), (100, 0)):
+    for p, seed in ((40, 0), (60, 3), (100, 0), (300, 0)):
         data = _standardised(
             *make_mmd_synthetic2(n_features=p, n_per_group=max(240, p), random_state=seed)
         )

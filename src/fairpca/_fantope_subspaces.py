@@ -33,8 +33,10 @@ _SUBSPACE_FROM = 120
 #: Eigenvectors of S (beyond d) in the first subspace, and directions added per round.
 _SUBSPACE_START = 40
 _SUBSPACE_STEP = 20
-#: Smallest part of a new direction outside the current subspace that is added.
-_NEW_DIRECTION = 1e-6
+#: Smallest part of a new direction outside the current subspace that is added, and
+#: the smaller one used once a round with no new direction did not halve the gap.
+_NEW_DIRECTION = 1e-3
+_STALLED_DIRECTION = 1e-8
 #: Relative gap to which the first subspace is solved, and most ADMM iterations
 #: of a round while the subspace is still growing.
 _FIRST_ROUND_TOL = 1e-3
@@ -145,6 +147,7 @@ def _solve_on_subspaces(S, factors, G, limits, d, mu, tol, max_iter, log=None):
         B, _ = np.linalg.qr(np.hstack((B, _restoration_point(S, G, d)[0])))
     state, total, upper, inner_tol = None, 0, np.inf, max(tol, _FIRST_ROUND_TOL)
     settled = False  # whether the last round added no direction
+    previous_gap = np.inf
     while True:
         S_r, Qs, Rs, G_r = _restricted_problem(S, lmis, G, B)
         if state is not None:
@@ -175,7 +178,12 @@ def _solve_on_subspaces(S, factors, G, limits, d, mu, tol, max_iter, log=None):
         # The next round is solved a decade beyond the gap reached, down to tol.
         inner_tol = max(tol / 4, min(inner_tol, gap / scale) / 10)
         outside = vectors - B @ (B.T @ vectors)
-        outside = outside[:, np.linalg.norm(outside, axis=0) > _NEW_DIRECTION]
+        # A settled round that did not halve the gap has met the restricted problem's
+        # accuracy: what is left comes from directions barely outside the subspace.
+        stalled = settled and gap > 0.5 * previous_gap
+        threshold = _STALLED_DIRECTION if stalled else _NEW_DIRECTION
+        outside = outside[:, np.linalg.norm(outside, axis=0) > threshold]
+        previous_gap = gap
         settled = outside.shape[1] == 0
         if settled:
             # The subspace holds the bound's directions: only accuracy is missing.

@@ -377,8 +377,9 @@ class ConvexFairPCA(FairPCABase):
         constraint only.
     solver : {"ADMM", "SCS", "CLARABEL"}, default="ADMM"
         ``"ADMM"``: fairpca's solver specialised to this SDP (no cvxpy
-        needed): ADMM over the Fantope with one partial eigendecomposition per
-        iteration, Anderson-accelerated (``fairpca._fantope_admm``), on
+        needed): ADMM over the Fantope, each iteration one eigendecomposition
+        for the Fantope projection and one per covariance LMI for its proximal
+        map, Anderson-accelerated (``fairpca._fantope_admm``), on
         growing subspaces beyond 120 coordinates
         (``fairpca._fantope_subspaces``), stopped on a certified duality
         gap (``duality_gap_``). The cvxpy solvers (extra ``sdp``): SCS
@@ -400,12 +401,11 @@ class ConvexFairPCA(FairPCABase):
         Largest number of features accepted; beyond it ``fit`` raises a
         ``ValueError`` before solving. The SDP has ``O(p^2)`` variables. The
         ADMM solver's time depends on the rank of the solution: when it is
-        small the growing subspaces keep every iteration small (synthetic data
-        #2 at ``p = 1000``, ``delta = 0``: seconds), when it is large each
-        iteration costs ``O(p^3)`` (two groups with different column scales
-        at ``p = 300``: over a minute). Each SCS or Clarabel iteration costs
-        ``O(p^3)`` or more. ``benchmarks/convex_admm.py`` and
-        ``benchmarks/convex.py`` measure them. ``None`` removes the limit.
+        small the growing subspaces keep every iteration small, when it is
+        large (a strong covariance penalty spreads ``P*`` over many
+        directions) each iteration costs ``O(p^3)``. Each SCS or Clarabel
+        iteration costs ``O(p^3)`` or more. ``benchmarks/convex_admm.py`` and
+        ``benchmarks/convex.py`` measure both. ``None`` removes the limit.
     verbose : int or bool, default=0
         ``>= 1`` (or True): log problem size, solver status, iterations, time and
         objective at INFO level on the ``fairpca.convex`` logger; ``>= 2``:
