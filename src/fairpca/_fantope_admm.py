@@ -539,8 +539,8 @@ def certified_infeasible(mean_vectors, weights, d, limits):
 
 
 @dataclass
-class _ADMMState:
-    """Iterates of the ADMM, to resume it (on a larger subspace, padded with zeros)."""
+class _Iterates:
+    """The ADMM's blocks ``X, Z_k, w`` and their scaled multipliers ``U, V_k, u``."""
 
     X: np.ndarray
     Z: list
@@ -548,6 +548,12 @@ class _ADMMState:
     U: np.ndarray
     V: list
     u: np.ndarray | None
+
+
+@dataclass
+class _ADMMState(_Iterates):
+    """The iterates and ``rho``, to resume the ADMM (on a larger subspace, padded with zeros)."""
+
     rho: float
 
     def padded(self, size, rows):
@@ -596,15 +602,9 @@ class _Layout:
 
 
 @dataclass
-class _Decoded:
-    """The ADMM iterates read off ``t``: primal blocks, scaled duals, Fantope eigenpairs."""
+class _Decoded(_Iterates):
+    """The iterates read off ``t``, with the Fantope eigenpairs of ``X`` and ``||V_k||_*``."""
 
-    X: np.ndarray
-    Z: list
-    w: np.ndarray | None
-    U: np.ndarray
-    V: list
-    u: np.ndarray | None
     Xw: np.ndarray
     Xv: np.ndarray
     V_nuclear: list  # ||V_k||_*, from the proximal maps
