@@ -178,6 +178,31 @@ def test_iteration_limit_warns_with_the_gap_and_returns_a_feasible_point():
         assert f @ est.relaxed_projection_ @ f <= 0.05**2 * (1 + 1e-9)
 
 
+# A Gram matrix met in a certificate (CASES[3] at tol=1e-11): its three largest
+# eigenvalues agree to 1e-14, the clipped singular values of an LMI block.
+# LAPACK's subset driver raised "Internal Error" when asked for the largest alone.
+_TIED_TOP = np.array(
+    [
+        [0.197685913630368, 0.00844809390692107, 0.028664791641057917, -0.019514649680843973,
+         -0.0011599588417497229],
+        [0.00844809390692107, 0.5402088979293355, -0.1584393666234927, 0.007648905226630949,
+         0.008801901431687163],
+        [0.028664791641057917, -0.1584393666234927, 0.054833531788728934, 0.025720668932454116,
+         0.029582951112349456],
+        [-0.019514649680843973, 0.007648905226630949, 0.025720668932454116, 0.5852601371502721,
+         -0.0014086636918317064],
+        [-0.0011599588417497229, 0.008801901431687163, 0.029582951112349456,
+         -0.0014086636918317064, 0.5857054502282841],
+    ]
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("d", range(1, 6))
+def test_top_sum_inside_a_cluster_of_tied_eigenvalues(d):
+    expected = np.sort(np.linalg.svd(_TIED_TOP, compute_uv=False))[::-1][:d].sum()  # PSD
+    assert admm._top_sum(_TIED_TOP, d) == pytest.approx(expected, rel=1e-13)
+
+
 def _linear_map(size, radius, seed):
     """``x -> A x + b`` with ``A`` symmetric of spectral radius ``radius``, and its fixed point."""
     rng = np.random.default_rng(seed)
