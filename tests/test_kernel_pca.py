@@ -219,6 +219,38 @@ def test_approx_svm_parity_gap_no_worse_than_exact_at_5000_rows():
     assert gaps["exact"] < _demographic_parity_gap(blind, s[test]) - 0.05, gaps
 
 
+@pytest.mark.slow
+@pytest.mark.requires_data("compas")
+def test_defaults_at_compas_size_converge_in_seconds(fairpca_data_home):
+    """Issue 38: a default fit on COMPAS's 7,214 rows, and the largest default exact fit.
+
+    Measured at one BLAS thread: about 1.6 s of CPU for the default fit (7,214 rows are
+    above ``max_exact_samples``: random Fourier features) and 1.0-1.3 s for the exact
+    fit of 5,000 rows (ARPACK on the 5,000 x 5,000 Gram matrix); the bound below leaves
+    a wide margin for slower machines.
+    """
+    import time
+
+    import pandas as pd
+
+    frame = pd.read_csv(fairpca_data_home / "compas" / "compas-scores-two-years.csv")
+    numeric = frame.select_dtypes("number").drop(columns=["id", "two_year_recid"])
+    numeric = numeric.loc[:, numeric.notna().any()]
+    numeric = numeric.fillna(numeric.median())
+    X = StandardScaler().fit_transform(numeric.loc[:, numeric.std() > 0].to_numpy(float))
+    s = frame["race"].to_numpy()
+    for rows, method in ((len(X), "approx"), (5000, "exact")):
+        start = time.process_time()
+        est = FairKernelPCA(random_state=0)
+        Z = est.fit_transform(X[:rows], sensitive_features=s[:rows])
+        seconds = time.process_time() - start
+        assert est.method_ == method
+        assert seconds < 30, (method, seconds)
+        # Converged: every group's mean representation is the pooled one.
+        assert _group_mean_gaps(Z, s[:rows]).max() <= 1e-8 * np.abs(Z).max()
+        assert np.all(est.explained_variance_ > 0)
+
+
 # ---------------------------------------------------------------- bad inputs
 
 

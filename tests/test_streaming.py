@@ -5,6 +5,7 @@ numpy (dense covariances, ``eigh``) on the same rows; the population solution
 from the generator's closed-form moments; tracemalloc for the memory claim.
 """
 
+import logging
 import pickle
 import tracemalloc
 import warnings
@@ -255,11 +256,147 @@ def test_exact_solver_refuses_wide_data_and_others_name_the_streaming_estimator(
 
 def test_convergence_warning_and_flag(small):
     X, s = small
-    with pytest.warns(ConvergenceWarning, match="subspace change of"):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         est = StreamingFairPCA(2, unfair_rank=3, max_iter=1, random_state=0).fit(
             X, sensitive_features=s
         )
     assert not est.converged_ and est.n_iter_ == (1, 1)
+    messages = [str(w.message) for w in caught if issubclass(w.category, ConvergenceWarning)]
+    # One line per phase that stopped early, saying why and what would help.
+    assert len(messages) == 2 and all("\n" not in m for m in messages)
+    assert "phase 1" in messages[0] and "phase 2" in messages[1]
+    assert all("estimated subspace error of" in m and "max_iter reached" in m for m in messages)
+    assert all("more iterations would reach tol" in m for m in messages)
+
+
+# --------------------------------------------------------------------------- small eigengaps
+def compas_like(n=3000, p=15, duplicates=2, ratio=0.97, seed=0):
+    """Rows like COMPAS's standardised numeric columns, with a known hard structure.
+
+    Six groups of very unequal sizes (51 % down to 0.25 %), a geometric
+    spectrum whose neighbouring eigenvalues differ by ``1 - ratio`` (small
+    eigengaps), group-specific shifts and scales, and ``duplicates`` columns
+    repeated (COMPAS has ``decile_score.1`` and ``priors_count.1``): the
+    covariance is rank-deficient, and with ``p - (k - 1) - m`` as small as
+    the power block the block spans the whole complement of the unfair
+    subspace.
+    """
+    rng = np.random.default_rng(seed)
+    shares = np.array([0.51, 0.005, 0.34, 0.09, 0.0025, 0.05])
+    s = rng.choice(len(shares), size=n, p=shares / shares.sum())
+    spectrum = 1.5 * ratio ** np.arange(p)
+    Q = np.linalg.qr(rng.standard_normal((p, p)))[0]
+    X = rng.standard_normal((n, p)) * np.sqrt(spectrum) @ Q.T
+    X = (
+        X * (1 + 0.5 * rng.random((len(shares), p)))[s]
+        + 0.3 * rng.standard_normal((len(shares), p))[s]
+    )
+    X = np.hstack([X, X[:, :duplicates]])
+    return (X - X.mean(axis=0)) / X.std(axis=0), s
+
+
+def distance(U, V):
+    """Frobenius distance between the projectors, as the stopping rule measures it."""
+    return np.linalg.norm(U @ U.T - V @ V.T)
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [
+        {},  # 17 columns, rank 15: the block is the whole complement of N
+        {"p": 300, "ratio": 0.99},  # 302 columns, small gaps throughout
+        {"p": 300, "ratio": 0.999, "n": 6000},  # gaps of 0.1 %
+    ],
+)
+def test_converges_at_defaults_with_small_gaps_and_matches_exact(shape):
+    X, s = compas_like(**shape)
+    exact = StreamingFairPCA(2, solver="exact").fit(X, sensitive_features=s)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        power = StreamingFairPCA(2, random_state=0).fit(X, sensitive_features=s)
+    assert power.converged_ and max(power.n_iter_) < 100
+    # The stopping rule bounds each phase's distance to its exact subspace by tol.
+    tol = power.tol
+    assert distance(power.covariance_directions_, exact.covariance_directions_) <= tol
+    assert distance(power.components_.T, exact.components_.T) <= tol
+    np.testing.assert_allclose(power.explained_variance_, exact.explained_variance_, rtol=tol)
+    # The components stay in the complement of the unfair subspace (the fair
+    # constraint), also when the covariance is rank-deficient.
+    assert np.abs(power.components_ @ power.unfair_subspace_).max() <= 1e-12
+    assert np.abs(power.components_ @ exact.unfair_subspace_).max() <= tol
+
+
+def test_near_tied_eigenvalues_stop_early_and_say_why():
+    from fairpca._linalg import block_power_iteration
+
+    rng = np.random.RandomState(0)
+    p = 200
+    Q = np.linalg.qr(rng.standard_normal((p, p)))[0]
+    values = np.concatenate([[3.0, 1.0, 1.0, 0.5], np.linspace(0.4, 0.01, p - 4)])
+    A = (Q * values) @ Q.T
+    tied = block_power_iteration(lambda B: A @ B, rng.standard_normal((p, 12)), 2, 1e-6, 200, rng)
+    assert tied.stalled and tied.n_iter < 50 and tied.error > 1e-6
+    # The top-2 subspace is undetermined; the captured variance is exact.
+    np.testing.assert_allclose(tied.values, [3.0, 1.0], rtol=1e-12)
+    values[2] = 0.99  # a 1 % gap: certified
+    A = (Q * values) @ Q.T
+    gap = block_power_iteration(lambda B: A @ B, rng.standard_normal((p, 12)), 2, 1e-6, 200, rng)
+    assert not gap.stalled and gap.error <= 1e-6
+    assert distance(gap.vectors, Q[:, :2]) <= 1e-6
+
+
+def test_logs_one_line_per_phase_at_info(small, caplog):
+    X, s = small
+    with caplog.at_level(logging.INFO, logger="fairpca.streaming"):
+        StreamingFairPCA(2, unfair_rank=3, random_state=0).fit(X, sensitive_features=s)
+    lines = [r.getMessage() for r in caplog.records if r.name == "fairpca.streaming"]
+    assert any("means of 1200 rows in 2 groups" in line for line in lines)
+    assert any(
+        line.startswith("StreamingFairPCA phase 1") and "converged" in line for line in lines
+    )
+    assert any(
+        line.startswith("StreamingFairPCA phase 2") and "converged" in line for line in lines
+    )
+    assert len(lines) <= 10  # a fit of well under a second: no per-iteration lines
+
+
+def test_progress_lines_are_throttled(small, caplog, monkeypatch):
+    import fairpca.streaming as streaming
+
+    clock = iter(np.arange(0.0, 1e4, 0.3))  # every reading 0.3 s after the last
+    monkeypatch.setattr(streaming.time, "monotonic", lambda: next(clock))
+    X, s = small
+    with caplog.at_level(logging.INFO, logger="fairpca.streaming"):
+        est = StreamingFairPCA(2, unfair_rank=3, tol=1e-12, random_state=0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            est.fit(X, sensitive_features=s)
+    lines = [r.getMessage() for r in caplog.records if "power iteration " in r.getMessage()]
+    iterations = sum(est.n_iter_)
+    assert 1 <= len(lines) <= iterations / 3 + 2  # at most one line per second
+    assert all("estimated subspace error" in line for line in lines)
+
+
+@pytest.mark.requires_data("compas")
+def test_compas_numeric_columns_converge_at_defaults(fairpca_data_home):
+    """The case of issue 38: COMPAS's numeric columns, standardised, six race groups."""
+    import pandas as pd
+
+    frame = pd.read_csv(fairpca_data_home / "compas" / "compas-scores-two-years.csv")
+    numeric = frame.select_dtypes("number").drop(columns=["id", "two_year_recid"])
+    numeric = numeric.loc[:, numeric.notna().any()]
+    numeric = numeric.fillna(numeric.median())
+    numeric = numeric.loc[:, numeric.std() > 0].to_numpy(float)
+    X = (numeric - numeric.mean(axis=0)) / numeric.std(axis=0)
+    s = frame["race"].to_numpy()
+    exact = StreamingFairPCA(2, solver="exact").fit(X, sensitive_features=s)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        power = StreamingFairPCA(2, random_state=0).fit(X, sensitive_features=s)
+    assert power.converged_ and max(power.n_iter_) <= 20
+    assert distance(power.components_.T, exact.components_.T) <= power.tol
+    np.testing.assert_allclose(power.explained_variance_, exact.explained_variance_, rtol=power.tol)
 
 
 def test_clone_pickle_and_feature_names(small):

@@ -1,10 +1,22 @@
 """Dense linear-algebra helpers shared by the estimators and the metrics."""
 
+from typing import NamedTuple
+
 import numpy as np
 from scipy.linalg import eigh
 from scipy.sparse.linalg import ArpackError, ArpackNoConvergence, eigsh
 
-__all__ = ["flip_signs", "row_space", "top_eigh", "top_eigh_fast"]
+__all__ = [
+    "PowerResult",
+    "block_power_iteration",
+    "flip_signs",
+    "orthonormal_block",
+    "rayleigh_ritz",
+    "ritz_subspace_error",
+    "row_space",
+    "top_eigh",
+    "top_eigh_fast",
+]
 
 #: From this size on, and for at most a tenth of the spectrum, ARPACK's Lanczos
 #: iteration is cheaper than LAPACK's reduction to tridiagonal form.
@@ -110,3 +122,165 @@ def flip_signs(components):
     signs = np.sign(components[np.arange(components.shape[0]), pivot])
     signs[signs == 0] = 1.0
     return components * signs[:, None]
+
+
+# ---------------------------------------------------------------------------
+# block power iteration with Rayleigh-Ritz (StreamingFairPCA)
+# ---------------------------------------------------------------------------
+
+#: A power block's column whose new part (``|R_jj|`` of its QR) is below this
+#: fraction of the largest is rounding: the operator's range is narrower there.
+_BLOCK_RTOL = 1e-10
+
+#: Ritz residuals below this many unit roundoffs of the largest Ritz value (per
+#: column) are rounding: the block is invariant to working precision.
+_ROUNDING = 1000 * np.finfo(float).eps
+
+#: Iterations over which a power iteration's error estimate must halve (when
+#: its estimated convergence factor promises that) before it is called stalled.
+_STALL_ITER = 20
+
+
+def rayleigh_ritz(basis, image):
+    """Ritz values (decreasing) and coefficients of a symmetric ``A`` from ``image = A @ basis``.
+
+    The eigenpairs ``(theta_i, y_i)`` of ``T = basis^T A basis`` (symmetrised
+    against rounding); the Ritz vectors are ``basis @ y_i``.
+
+    Returns
+    -------
+    values : ndarray of shape (q,)
+    small : ndarray of shape (q, q)
+    """
+    T = basis.T @ image
+    values, small = np.linalg.eigh((T + T.T) / 2)
+    return values[::-1], small[:, ::-1]
+
+
+class PowerResult(NamedTuple):
+    """Top Ritz pairs of a block power iteration and what its stopping rule measured."""
+
+    values: np.ndarray  # (n_keep,) top Ritz values
+    vectors: np.ndarray  # (p, n_keep) their Ritz vectors
+    n_iter: int
+    error: float  # Davis-Kahan estimate of the subspace distance to the exact top subspace
+    gap: float  # theta_keep - theta_(keep+1), the estimated eigengap
+    ratio: float  # theta_q / theta_keep, the estimated convergence factor per iteration
+    stalled: bool  # the estimate stopped decreasing: the gap is too small for tol
+    largest: float  # theta_1
+
+
+def orthonormal_block(M, rng, project=None):
+    """Orthonormal basis of the columns of ``M`` inside the domain (the range of ``project``).
+
+    Where ``project(M)`` is rank-deficient -- the operator's range in the
+    domain is narrower than the block, e.g. duplicated features, or a block as
+    wide as the domain -- thin QR returns columns made of rounding, which lie
+    anywhere (also in the unfair subspace); they are replaced by projected
+    Gaussian columns. A second projection and QR removes the rounding that QR
+    leaves outside the domain ("twice is enough").
+
+    Parameters
+    ----------
+    M : ndarray of shape (p, q)
+    rng : numpy.random.RandomState
+    project : callable or None
+        Orthogonal projector onto the domain; None for all of ``R^p``.
+
+    Returns
+    -------
+    Q : ndarray of shape (p, q)
+    """
+    project = _identity if project is None else project
+    Q, R = np.linalg.qr(project(M))
+    strength = np.abs(np.diagonal(R))
+    weak = strength <= _BLOCK_RTOL * max(float(strength.max(initial=0.0)), np.finfo(float).tiny)
+    if weak.any():
+        Q[:, weak] = project(rng.standard_normal((M.shape[0], int(weak.sum()))))
+    elif project is _identity:
+        return Q
+    return np.linalg.qr(project(Q))[0]
+
+
+def _identity(B):
+    return B
+
+
+def ritz_subspace_error(values, small, image, basis, n_keep):
+    """Davis-Kahan estimate of the distance of the top ``n_keep`` Ritz subspace to the exact one.
+
+    With Ritz pairs ``(theta_i, v_i)``, ``V = basis @ small[:, :n_keep]`` and
+    the residual ``R = A V - V Theta`` (``A V = image @ small``: no extra
+    pass), the sin-theta theorem bounds
+    ``||sin Theta||_F <= ||R||_F / delta``, ``delta`` the distance from
+    ``theta_1..theta_keep`` to the rest of the spectrum, estimated by
+    ``theta_keep - theta_(keep+1)`` (exact as the block converges).
+    :func:`~fairpca.riemannian.subspace_distance` is ``sqrt(2)`` times
+    ``||sin Theta||_F``.
+
+    Returns
+    -------
+    error, gap, residual : float
+    """
+    top = small[:, :n_keep]
+    residual = float(np.linalg.norm(image @ top - (basis @ top) * values[:n_keep]))
+    if len(values) == n_keep:  # the block is the whole domain
+        return np.sqrt(2.0) * residual / max(abs(values[0]), np.finfo(float).tiny), np.inf, residual
+    gap = float(values[n_keep - 1] - values[n_keep])
+    error = np.sqrt(2.0) * residual / gap if gap > 0 else np.inf
+    return error, gap, residual
+
+
+def block_power_iteration(apply, start, n_keep, tol, max_iter, rng, project=None, progress=None):
+    """Block power iteration with Rayleigh-Ritz on a symmetric operator, to a residual bound.
+
+    ``apply(B)`` is ``A @ B`` for a symmetric positive semi-definite ``A`` on
+    the domain (the range of ``project``; all of ``R^p`` when None). Each
+    iteration orthonormalises the block inside the domain
+    (:func:`orthonormal_block`), applies ``A`` once and takes the Ritz pairs of
+    ``basis^T A basis``. The top subspace converges like
+    ``(lambda_(q+1) / lambda_keep)^t`` for a block of ``q`` columns
+    (oversampling is the remedy for small gaps). It stops when
+
+    - the Davis-Kahan estimate (:func:`ritz_subspace_error`) of the distance to
+      the exact top ``n_keep`` subspace is at most ``tol`` (converged), or
+    - the estimate stalls (``stalled``): the residual is at rounding level of
+      ``theta_1``, or it has not halved in ``_STALL_ITER`` iterations although
+      the estimated factor ``theta_q / theta_keep`` promised it -- the
+      eigengap is too small for ``tol`` at working precision, and more
+      iterations cannot help; or
+    - ``max_iter`` is reached.
+
+    Returns
+    -------
+    PowerResult
+    """
+    basis = orthonormal_block(start, rng, project)
+    checkpoint, checkpoint_error = 0, np.inf
+    for n_iter in range(1, max_iter + 1):
+        image = apply(basis)
+        values, small = rayleigh_ritz(basis, image)
+        error, gap, residual = ritz_subspace_error(values, small, image, basis, n_keep)
+        largest = max(abs(float(values[0])), np.finfo(float).tiny)
+        ratio = max(float(values[-1]), 0.0) / values[n_keep - 1] if values[n_keep - 1] > 0 else 1.0
+        stalled = error > tol and (
+            residual <= _ROUNDING * largest * np.sqrt(basis.shape[1])
+            or (
+                n_iter - checkpoint >= _STALL_ITER
+                and error > checkpoint_error / 2
+                and ratio**_STALL_ITER < 0.5
+            )
+        )
+        if error <= tol or stalled or n_iter == max_iter:
+            break
+        if n_iter - checkpoint >= _STALL_ITER:
+            checkpoint, checkpoint_error = n_iter, error
+        if progress is not None:
+            progress.iteration(n_iter, error)
+        basis = orthonormal_block(image, rng, project)
+    result = PowerResult(
+        values[:n_keep], basis @ small[:, :n_keep], n_iter, error, gap, ratio, stalled, largest
+    )
+    if progress is not None:
+        progress.done(result, tol)
+    return result

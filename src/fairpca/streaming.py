@@ -19,6 +19,7 @@ from __future__ import annotations
 import copy
 import logging
 import numbers
+import time
 from typing import Literal, Self
 
 import numpy as np
@@ -30,7 +31,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from fairpca._base import forget_fit, transactional
 from fairpca._dask import _import_dask, _is_dask_collection
-from fairpca._linalg import flip_signs
+from fairpca._linalg import block_power_iteration, flip_signs, rayleigh_ritz
 from fairpca._validation import (
     check_data,
     check_estimator_data,
@@ -41,7 +42,6 @@ from fairpca._validation import (
 )
 from fairpca._warnings import warn
 from fairpca.moments import GroupMoments
-from fairpca.riemannian.geometry import subspace_distance
 
 __all__ = ["StreamingFairPCA"]
 
@@ -52,7 +52,6 @@ EXACT_MAX_FEATURES = 5000
 
 #: Mean-difference directions shorter than this fraction of the largest are dropped.
 _RANK_TOL = 1e-10
-
 
 # ---------------------------------------------------------------------------
 # small pure helpers
@@ -72,10 +71,8 @@ def _ritz(basis, image, n_keep):
     values : ndarray of shape (n_keep,)
     vectors : ndarray of shape (p, n_keep)
     """
-    T = basis.T @ image
-    values, small = np.linalg.eigh((T + T.T) / 2)
-    order = np.argsort(values)[::-1][:n_keep]
-    return values[order], basis @ small[:, order]
+    values, small = rayleigh_ritz(basis, image)
+    return values[:n_keep], basis @ small[:, :n_keep]
 
 
 def unfair_directions(group_means, weights, covariance_directions):
@@ -210,28 +207,80 @@ def _difference_operator(blocks, group_means, weights, W):
     return sum(w * (SG - SH) for w, (SG, SH) in zip(weights, second, strict=True))
 
 
-def _power_iteration(apply, start, n_keep, tol, max_iter, project=None):
-    """Block power iteration with Rayleigh-Ritz, stopping on the top-``n_keep`` subspace.
+class _Progress:
+    """INFO lines on a long fit: one per phase, and one per iteration at most every second.
 
-    Returns
-    -------
-    values : ndarray of shape (n_keep,)
-    vectors : ndarray of shape (p, n_keep)
-    n_iter : int
-    change : float
-        :func:`~fairpca.riemannian.subspace_distance` between the last two
-        top-``n_keep`` Ritz subspaces.
+    Handlers are left to the caller (``verbose``, or ``fairpca compare``'s
+    handler on the ``fairpca`` logger).
     """
-    basis, previous, change = _orth(start), None, 1.0
-    for n_iter in range(1, max_iter + 1):
-        image = apply(basis)
-        values, vectors = _ritz(basis, image, n_keep)
-        change = 1.0 if previous is None else subspace_distance(previous, vectors)
-        if change <= tol:
-            return values, vectors, n_iter, change
-        previous = vectors
-        basis = _orth(image if project is None else project(image))
-    return values, vectors, max_iter, change
+
+    def __init__(self, phase, blocks, interval=1.0):
+        self.phase, self.blocks, self.interval = phase, blocks, interval
+        self.last = time.monotonic()
+
+    def iteration(self, n_iter, error):
+        now = time.monotonic()
+        if now - self.last >= self.interval:
+            self.last = now
+            logger.info(
+                "StreamingFairPCA %s: power iteration %d, estimated subspace error %.2g "
+                "(%d passes over the data so far)",
+                self.phase,
+                n_iter,
+                error,
+                self.blocks.n_passes,
+            )
+
+    def done(self, result, tol):
+        logger.info(
+            "StreamingFairPCA %s: %s after %d power iterations, estimated subspace error %.2g "
+            "(tol %g), relative eigengap %.3g (%d passes over the data so far)",
+            self.phase,
+            "converged" if result.error <= tol else "stopped",
+            result.n_iter,
+            result.error,
+            tol,
+            result.gap / result.largest,
+            self.blocks.n_passes,
+        )
+
+
+def _block_width(n_keep, oversampling, dimension):
+    """Columns of the power block: ``n_keep + oversampling``, at least one extra, at most all.
+
+    The extra column's Ritz value estimates the eigengap of the stopping rule;
+    a block as wide as the domain (``dimension``) makes the Ritz pairs exact.
+    """
+    return min(n_keep + max(oversampling, 1), dimension)
+
+
+def _why_not_converged(phase, result, tol, n_keep, oversampling):
+    """One line: which phase stopped, its estimated error, and why.
+
+    Either the estimate stalled (eigenvalues ``n_keep`` and ``n_keep + 1``
+    too close for ``tol`` at working precision), or ``max_iter`` ran
+    out: the error shrinks by about ``ratio`` per iteration, so about
+    ``log(tol / error) / log(ratio)`` more would be needed.
+    """
+    head = (
+        f"StreamingFairPCA {phase} stopped after {result.n_iter} power iterations with an "
+        f"estimated subspace error of {result.error:.3g} > tol={tol:g}"
+    )
+    relative_gap = result.gap / result.largest
+    if result.stalled:
+        return (
+            f"{head}: the estimate stopped decreasing at rounding level, as eigenvalues "
+            f"{n_keep} and {n_keep + 1} nearly tie (relative eigengap {relative_gap:.2g}); the "
+            f"top-{n_keep} subspace is not determined to tol at working precision (its "
+            "captured variance is)."
+        )
+    more = np.log(tol / result.error) / np.log(result.ratio) if 0 < result.ratio < 1 else np.inf
+    return (
+        f"{head}: max_iter reached; at the estimated convergence factor {result.ratio:.4g} "
+        f"per iteration (relative eigengap {relative_gap:.2g}) about {more:.3g} more "
+        f"iterations would reach tol: raise max_iter, or oversampling (now {oversampling}) "
+        "for a smaller factor."
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -287,10 +336,23 @@ class StreamingFairPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEs
     Rayleigh-Ritz on ``A`` (two passes per iteration: ``A W`` expands to
     ``sum_a w_a Sigma_a (Sigma_a W) - Sigma_w (Sigma_w W)``) and on the
     projected ``Sigma`` (one pass per iteration), each on ``q = m + oversampling``
-    (resp. ``d + oversampling``) columns from a seeded Gaussian start; each
-    stops when consecutive top Ritz subspaces are within ``tol`` in
-    ``||V V^T - W W^T||_F`` (:func:`~fairpca.riemannian.subspace_distance`,
-    ``sqrt(2)`` times the 2-norm of the principal-angle sines).
+    (resp. ``d + oversampling``) columns from a seeded Gaussian start, kept
+    orthonormal inside the operator's domain (the complement of ``N`` for
+    the projected ``Sigma``; rank-deficient blocks, e.g. from duplicated
+    features, are refilled with random directions there). The top ``d``
+    Ritz subspace approaches the exact one by a factor of about
+    ``lambda_(q+1) / lambda_d`` per iteration, so oversampling is what makes
+    small eigengaps ``lambda_d - lambda_(d+1)`` cheap. Each stops when the
+    Davis-Kahan bound ``sqrt(2) ||R||_F / (theta_d - theta_(d+1))`` -- the
+    Ritz residual ``R = A V - V Theta`` over the estimated eigengap -- is at
+    most ``tol``: an estimate of the distance ``||V V^T - V* V*^T||_F``
+    (:func:`~fairpca.riemannian.subspace_distance`, ``sqrt(2)`` times the
+    Frobenius norm of the principal-angle sines) to the exact top subspace
+    ``V*`` of that phase's operator, not merely of the last step's change.
+    When eigenvalues ``d`` and ``d + 1`` nearly tie, so that the bound cannot
+    reach ``tol`` at working precision, the iteration stops early with a
+    ``ConvergenceWarning`` saying so. Progress goes to this module's logger
+    at INFO level: one line per phase, and at most one per second inside it.
     ``solver="exact"`` is the offline reference: the same definitions with
     dense covariances and ``eigh`` (at most
     :data:`EXACT_MAX_FEATURES` features).
@@ -314,10 +376,13 @@ class StreamingFairPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEs
         their own row chunks).
     solver : {"power", "exact"}, default="power"
     oversampling : int, default=10
-        Extra columns of the power iterations (faster, surer convergence).
+        Extra columns of the power iterations (faster, surer convergence); at
+        least one is used whenever the domain allows, as its Ritz value
+        estimates the eigengap of the stopping rule.
     tol : float, default=1e-6
-        Stop when consecutive top Ritz subspaces are within this
-        :func:`~fairpca.riemannian.subspace_distance`.
+        Stop when the estimated :func:`~fairpca.riemannian.subspace_distance`
+        from each phase's top Ritz subspace to its exact top subspace (the
+        Davis-Kahan bound above) is at most this.
     max_iter : int, default=200
         Power iterations per subspace.
     random_state : int, RandomState or None, default=None
@@ -349,7 +414,7 @@ class StreamingFairPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEs
     n_passes_ : int
         Passes over the data made by ``fit``.
     converged_ : bool
-        Whether both power iterations reached ``tol``.
+        Whether both power iterations' estimated subspace errors reached ``tol``.
     n_features_in_ : int
     feature_names_in_ : ndarray of shape (n_features_in_,)
 
@@ -469,6 +534,11 @@ class StreamingFairPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEs
         if spread == 0:
             raise ValueError("X is constant (every row the same): there is no variance to project.")
         check_largest_magnitude(largest)
+        logger.info(
+            "StreamingFairPCA: means of %d rows in %d groups (1 pass); power iterations next",
+            n,
+            len(groups),
+        )
         blocks.scale = 2.0 ** np.round(np.log2(largest))
         group_means = group_means / blocks.scale
         weights = counts / counts.sum()
@@ -477,39 +547,9 @@ class StreamingFairPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEs
             n_iter, converged = (0, 0), True
         else:
             rng = check_random_state(self.random_state)
-            diff_values, W, it_unfair, change_unfair = (np.zeros(0), np.zeros((p, 0)), 0, 0.0)
-            if m:
-                diff_values, W, it_unfair, change_unfair = _power_iteration(
-                    lambda B: _difference_operator(blocks, group_means, weights, B),
-                    rng.standard_normal((p, min(m + self.oversampling, p))),
-                    m,
-                    self.tol,
-                    self.max_iter,
-                )
-            N = unfair_directions(group_means, weights, W)
-            mean = weights @ group_means
-
-            def project(B):
-                return B - N @ (N.T @ B)
-
-            values, V, it_pca, change_pca = _power_iteration(
-                lambda B: project(_pooled_product(blocks, mean, B)),
-                project(rng.standard_normal((p, min(d + self.oversampling, p - N.shape[1])))),
-                d,
-                self.tol,
-                self.max_iter,
-                project=project,
+            diff_values, W, N, values, V, n_iter, converged = self._fit_power(
+                blocks, group_means, weights, rng
             )
-            n_iter = (it_unfair, it_pca)
-            worst = max(change_unfair, change_pca)
-            converged = worst <= self.tol
-            if not converged:
-                warn(
-                    f"StreamingFairPCA stopped after {n_iter} power iterations with a subspace "
-                    f"change of {worst:.3g} (subspace distance) > tol={self.tol:g}; "
-                    "increase max_iter or oversampling.",
-                    ConvergenceWarning,
-                )
         logger.log(
             logging.INFO if self.verbose else logging.DEBUG,
             "unfair subspace of rank %d; %d passes over the data",
@@ -532,6 +572,54 @@ class StreamingFairPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEs
         )
         self.n_iter_, self.n_passes_, self.converged_ = n_iter, blocks.n_passes, bool(converged)
         return self
+
+    def _fit_power(self, blocks, group_means, weights, rng):
+        """Phases 1 and 2 of the fair power method; warns (one line) if a phase stops early."""
+        p = group_means.shape[1]
+        d, m, tol = self.n_components, self.unfair_rank, self.tol
+        phases = []
+        W, diff_values = np.zeros((p, 0)), np.zeros(0)
+        if m:
+            unfair = block_power_iteration(
+                lambda B: _difference_operator(blocks, group_means, weights, B),
+                rng.standard_normal((p, _block_width(m, self.oversampling, p))),
+                m,
+                tol,
+                self.max_iter,
+                rng,
+                progress=_Progress("phase 1 (covariance differences)", blocks),
+            )
+            diff_values, W = unfair.values, unfair.vectors
+            phases.append(("phase 1 (covariance differences)", unfair, m))
+        N = unfair_directions(group_means, weights, W)
+        mean = weights @ group_means
+
+        def project(B):
+            return B - N @ (N.T @ B)
+
+        # The operator (I - N N^T) Sigma (I - N N^T) on the complement of N: the
+        # basis lies there, so one projection of Sigma @ basis applies it.
+        pca = block_power_iteration(
+            lambda B: project(_pooled_product(blocks, mean, B)),
+            rng.standard_normal((p, _block_width(d, self.oversampling, p - N.shape[1]))),
+            d,
+            tol,
+            self.max_iter,
+            rng,
+            project=project,
+            progress=_Progress("phase 2 (projected covariance)", blocks),
+        )
+        phases.append(("phase 2 (projected covariance)", pca, d))
+        n_iter = (unfair.n_iter if m else 0, pca.n_iter)
+        converged = True
+        for phase, result, n_keep in phases:
+            if result.error > tol:
+                converged = False
+                warn(
+                    _why_not_converged(phase, result, tol, n_keep, self.oversampling),
+                    ConvergenceWarning,
+                )
+        return diff_values, W, N, pca.values, pca.vectors, n_iter, converged
 
     def _set_fitted(self, groups, counts, group_means, W, diff_values, N, V, values, n):
         weights = counts / counts.sum()
