@@ -327,6 +327,24 @@ def test_converges_at_defaults_with_small_gaps_and_matches_exact(shape):
     assert np.abs(power.components_ @ exact.unfair_subspace_).max() <= tol
 
 
+def test_partial_fit_stays_in_the_complement_when_blocks_are_rank_deficient():
+    # 17 columns, rank 15, unfair subspace of rank 7: the 12-column block is wider
+    # than the 10-dimensional complement (it loaded 0.02 on N before).
+    X, s = compas_like()
+    est = StreamingFairPCA(2, block_size=1000, random_state=0)
+    for start in range(0, X.shape[0], 500):
+        est.partial_fit(X[start : start + 500], sensitive_features=s[start : start + 500])
+    assert np.abs(est.components_ @ est.unfair_subspace_).max() <= 1e-12
+
+
+def test_too_few_dimensions_left_for_the_components_is_an_error():
+    rng = np.random.default_rng(0)
+    s = np.arange(400) % 4
+    X = rng.standard_normal((400, 6)) + s[:, None] * rng.standard_normal(6)
+    with pytest.raises(ValueError, match="more than the 1 dimension"):
+        StreamingFairPCA(2, unfair_rank=2, random_state=0).fit(X, sensitive_features=s)
+
+
 def test_near_tied_eigenvalues_stop_early_and_say_why():
     from fairpca._linalg import block_power_iteration
 

@@ -11,6 +11,12 @@ Methods that need only the per-group moments (class attribute
 pass over the rows, and accept streamed chunks through ``partial_fit``. A method
 that needs a bounded sample of rows besides the moments fits on Dask input by
 overriding ``_fit_components_dask``.
+
+Sparse ``X`` (CSR or CSC, e.g. from a one-hot encoder) is accepted by the
+moment-only methods, whose moments are taken from the non-zeros
+(:mod:`fairpca._sparse`), and by methods that declare ``_sparse_rows``: they
+get the uncentred sparse ``X`` and densify only the rows they read. Others
+refuse it with a ``TypeError``. ``transform`` never densifies sparse ``X``.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from fairpca._dask import _dask_labels, _dask_rows, _import_dask, _is_dask_collection
 from fairpca._linalg import flip_signs, top_eigh
+from fairpca._sparse import SPARSE_FORMATS, centred_product, issparse
 from fairpca._validation import (
     _check_group_sizes,
     _check_n_groups,
@@ -45,7 +52,7 @@ from fairpca._validation import (
     split_sensitive_features,
 )
 from fairpca._warnings import warn
-from fairpca.moments import GroupMoments
+from fairpca.moments import _MAX_CANCELLATION, GroupMoments
 
 __all__ = ["FairPCABase"]
 
@@ -205,6 +212,11 @@ def _resolve_fraction(d, moments):
     return components_for_fraction(d, moments.covariance()) if isinstance(d, float) else d
 
 
+def _pooled_scatter(moments):
+    """Scatter of all rows around the pooled mean, ``sum_a n_a M_a``, shape (p, p)."""
+    return np.einsum("a,aij->ij", moments.counts, moments.second_moment("pooled"))
+
+
 def _single_group_moments(X, weights=None):
     """Moments of all rows of ``X`` as one group (for group-blind fits)."""
     codes = np.zeros(X.shape[0], dtype=np.intp)
@@ -213,6 +225,12 @@ def _single_group_moments(X, weights=None):
 
 def _supports_moments_only(estimator):
     return type(estimator)._moments_only
+
+
+def _accepts_sparse(estimator):
+    """Moment-only methods, and those that read rows of sparse ``X`` (``_sparse_rows``)."""
+    cls = type(estimator)
+    return cls._moments_only or cls._sparse_rows
 
 
 def _supports_dask(estimator):
@@ -295,6 +313,11 @@ class FairPCABase(
     #: in ``partial_fit``). Such methods fit on Dask collections and stream chunks.
     _moments_only = False
 
+    #: True for methods, beyond the moment-only ones, whose ``_fit_components``
+    #: takes sparse ``X`` uncentred (centring would densify it) and densifies only
+    #: the rows it reads. Sparse ``X`` is refused by the others.
+    _sparse_rows = False
+
     def _check_params(self):
         """Validate the hyper-parameters; called before any data is read."""
 
@@ -315,11 +338,13 @@ class FairPCABase(
 
         Parameters
         ----------
-        X : ndarray of shape (n_samples, n_features) or None
+        X : ndarray or scipy.sparse matrix of shape (n_samples, n_features), or None
             Training data centred on the pooled mean; None for methods with
             ``_moments_only = True`` fitted on Dask input or by ``partial_fit``
             (a method that needs rows on Dask input gets them through
-            :meth:`_fit_components_dask` instead).
+            :meth:`_fit_components_dask` instead). For methods with
+            ``_sparse_rows = True``, sparse input arrives as the *uncentred* CSR or
+            CSC matrix: subtract ``moments.pooled_mean`` from the rows read.
         codes : ndarray of shape (n_samples,) or None
             Integer group code of each row, in ``range(moments.n_groups)``
             (None when ``X`` is).
@@ -385,7 +410,12 @@ class FairPCABase(
             # Before the validation pass over X: the shape alone tells.
             check_width(shape[1], type(self).__name__)
         return check_estimator_data(
-            self, X, reset=reset, ensure_all_finite=ensure_all_finite, min_samples=2 if reset else 1
+            self,
+            X,
+            reset=reset,
+            ensure_all_finite=ensure_all_finite,
+            min_samples=2 if reset else 1,
+            accept_sparse=SPARSE_FORMATS if _accepts_sparse(self) else False,
         )
 
     # ------------------------------------------------------------------- fit
@@ -402,12 +432,16 @@ class FairPCABase(
 
         Parameters
         ----------
-        X : array-like, dask.array.Array or Dask DataFrame of shape (n_samples, n_features)
+        X : array-like, sparse matrix, Dask array or DataFrame of shape (n_samples, n_features)
             Training data; NaN, infinities and non-numeric columns are rejected.
             Dask collections are accepted by the covariance-based methods and
             by MMDFairPCA: their group moments are computed in one pass on the
             current Dask scheduler, and only the small p x p problem (with
             MMDFairPCA, and a bounded subsample of rows) is solved locally.
+            Sparse matrices (CSR, CSC; other formats are converted to CSR) are
+            accepted by the same methods and never densified: the moments come
+            from sparse products, and MMDFairPCA densifies only the rows it
+            samples.
         y : array-like of shape (n_samples,), default=None
             Target. Used only by methods whose fairness notion depends on it;
             ignored otherwise.
@@ -472,8 +506,15 @@ class FairPCABase(
             return self
         self.mean_ = moments.pooled_mean
         self.groups_, self.group_counts_ = groups, moments.counts
-        Xc = X - self.mean_
         d = _resolve_fraction(d, moments)
+        if issparse(X):
+            # Centring would densify X: the method reads it uncentred (see _sparse_rows).
+            components, scales = self._fit_components(X, codes, moments, y, d)
+            self.moments_ = moments
+            scatter = _pooled_scatter(moments)
+            self._set_components(components, scales, scatter=scatter, n_samples=moments.n_samples)
+            return self
+        Xc = X - self.mean_
         components, scales = self._fit_components(Xc, codes, moments, y, d)
         self.moments_ = moments
         self._set_components(components, scales, Xc=Xc)
@@ -525,8 +566,7 @@ class FairPCABase(
         """
         d = _resolve_fraction(d, moments)
         self.mean_ = moments.pooled_mean
-        # Scatter of all rows around the pooled mean: sum_a n_a M_a.
-        scatter = np.einsum("a,aij->ij", moments.counts, moments.second_moment("pooled"))
+        scatter = _pooled_scatter(moments)
         if grouped:
             self.groups_, self.group_counts_ = moments.groups, moments.counts
             if dask_input is None:
@@ -565,7 +605,7 @@ class FairPCABase(
 
         Parameters
         ----------
-        X : array-like of shape (n_chunk, n_features)
+        X : array-like or scipy.sparse matrix of shape (n_chunk, n_features)
             Rows of this chunk, with the columns of the earlier chunks.
         y : None
             Ignored.
@@ -582,7 +622,9 @@ class FairPCABase(
         self._check_params()
         first = not hasattr(self, "moments_")
         # The moment pass below rejects NaN and infinities.
-        X = check_estimator_data(self, X, reset=first, ensure_all_finite=False)
+        X = check_estimator_data(
+            self, X, reset=first, ensure_all_finite=False, accept_sparse=SPARSE_FORMATS
+        )
         d = check_n_components(self.n_components, X.shape[1], allow_fraction=True)
         grouped = sensitive_features is not None
         weights = self._check_weights(sample_weight, X.shape[0], grouped)
@@ -664,8 +706,10 @@ class FairPCABase(
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Data with the features seen in ``fit``.
+        X : array-like or scipy.sparse matrix of shape (n_samples, n_features)
+            Data with the features seen in ``fit``. Sparse ``X`` (for the
+            methods that fit on it) is not densified: ``X V^T - mean_ V^T``
+            (:func:`fairpca._sparse.centred_product`).
 
         Returns
         -------
@@ -673,28 +717,35 @@ class FairPCABase(
         """
         check_is_fitted(self)
         X = self._validate_X(X, reset=False)
-        return ((X - self.mean_) @ self.components_.T) * np.sqrt(self.component_scales_)
+        centred = centred_product(
+            X, self.mean_, self.components_.T, self.moments_.variances, _MAX_CANCELLATION
+        )
+        return centred * np.sqrt(self.component_scales_)
 
     def inverse_transform(self, X: ArrayLike) -> np.ndarray:
         """Map projected data back to the original space.
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_components_)
+        X : array-like or scipy.sparse matrix of shape (n_samples, n_components_)
             Projected data, e.g. the output of :meth:`transform`.
 
         Returns
         -------
         X_original : ndarray of shape (n_samples, n_features)
-            ``(X - mean_) P + mean_`` for data that went through :meth:`transform`.
+            ``(X - mean_) P + mean_`` for data that went through :meth:`transform`
+            (dense: the mean makes every entry non-zero).
         """
         check_is_fitted(self)
-        Z = check_data(X, "X")
+        Z = check_data(X, "X", accept_sparse=SPARSE_FORMATS)
         if Z.shape[1] != self.n_components_:
             raise ValueError(
                 f"X has {Z.shape[1]} columns but inverse_transform expects "
                 f"n_components_={self.n_components_}."
             )
+        if issparse(Z):
+            scaled = np.sqrt(self.component_scales_)[:, None] * self.components_
+            return np.asarray(Z @ scaled) + self.mean_
         return (Z * np.sqrt(self.component_scales_)) @ self.components_ + self.mean_
 
     @property
@@ -705,4 +756,5 @@ class FairPCABase(
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.transformer_tags.preserves_dtype = ["float64"]
+        tags.input_tags.sparse = _accepts_sparse(self)
         return tags

@@ -178,7 +178,8 @@ def orthonormal_block(M, rng, project=None):
     wide as the domain -- thin QR returns columns made of rounding, which lie
     anywhere (also in the unfair subspace); they are replaced by projected
     Gaussian columns. A second projection and QR removes the rounding that QR
-    leaves outside the domain ("twice is enough").
+    leaves outside the domain ("twice is enough"); columns still weak then
+    exceed the domain's dimension and are dropped.
 
     Parameters
     ----------
@@ -189,17 +190,24 @@ def orthonormal_block(M, rng, project=None):
 
     Returns
     -------
-    Q : ndarray of shape (p, q)
+    Q : ndarray of shape (p, r)
+        ``r = q`` unless the domain has fewer dimensions.
     """
     project = _identity if project is None else project
-    Q, R = np.linalg.qr(project(M))
-    strength = np.abs(np.diagonal(R))
-    weak = strength <= _BLOCK_RTOL * max(float(strength.max(initial=0.0)), np.finfo(float).tiny)
+    Q, weak = _weak_qr(project(M))
     if weak.any():
         Q[:, weak] = project(rng.standard_normal((M.shape[0], int(weak.sum()))))
     elif project is _identity:
         return Q
-    return np.linalg.qr(project(Q))[0]
+    Q, weak = _weak_qr(project(Q))
+    return Q[:, ~weak]
+
+
+def _weak_qr(M):
+    """Thin QR's ``Q`` and which of its columns are rounding (``|R_jj|`` relatively tiny)."""
+    Q, R = np.linalg.qr(M)
+    strength = np.abs(np.diagonal(R))
+    return Q, strength <= _BLOCK_RTOL * max(float(strength.max(initial=0.0)), np.finfo(float).tiny)
 
 
 def _identity(B):

@@ -7,6 +7,7 @@ argument, before any heavy computation starts.
 import numbers
 
 import numpy as np
+from scipy import sparse
 from sklearn.utils import check_array, check_scalar
 from sklearn.utils.validation import validate_data
 
@@ -67,23 +68,40 @@ def _reraise_conversion_error(exc, name):
     raise exc
 
 
-def check_estimator_data(estimator, X, *, reset, ensure_all_finite=True, min_samples=1):
+def check_estimator_data(
+    estimator, X, *, reset, ensure_all_finite=True, min_samples=1, accept_sparse=False
+):
     """Validate ``X`` for an estimator with :func:`sklearn.utils.validation.validate_data`.
 
     As :func:`check_data`, plus the estimator bookkeeping of scikit-learn:
     ``reset=True`` records ``n_features_in_`` (and ``feature_names_in_``),
-    ``reset=False`` checks ``X`` against them.
+    ``reset=False`` checks ``X`` against them. Sparse ``X`` is accepted in the
+    formats ``accept_sparse`` lists (others converted to the first) and
+    refused otherwise with a ``TypeError`` naming the estimator, before any
+    copy of it. Its non-zeros are always scanned for NaN and infinities (a
+    cheap pass next to the sparse products).
 
     Returns
     -------
-    X : ndarray of shape (n_samples, n_features), dtype float64
+    X : ndarray or scipy.sparse matrix of shape (n_samples, n_features), dtype float64
     """
     raise_if_non_numeric(X, "X")
+    if sparse.issparse(X):
+        if not accept_sparse:
+            raise TypeError(
+                f"{type(estimator).__name__} does not accept sparse X (a scipy.sparse "
+                f"{X.format} matrix): it reads the rows themselves, and densifying them "
+                "is left to you. Call X.toarray() if the dense matrix fits in memory, or "
+                "use a moment-based method (MinMaxLossFairPCA, ConvexFairPCA, "
+                "RobustFairPCA, ParetoFairPCA, MeanMatchingFairPCA, LinearErasure)."
+            )
+        ensure_all_finite = True
     try:
         return validate_data(
             estimator,
             X,
             reset=reset,
+            accept_sparse=accept_sparse,
             dtype=np.float64,
             ensure_all_finite=ensure_all_finite,
             ensure_min_samples=min_samples,
@@ -92,7 +110,7 @@ def check_estimator_data(estimator, X, *, reset, ensure_all_finite=True, min_sam
         _reraise_conversion_error(exc, "X")
 
 
-def check_data(X, name="X", *, min_samples=1, ensure_all_finite=True):
+def check_data(X, name="X", *, min_samples=1, ensure_all_finite=True, accept_sparse=False):
     """Validate a data matrix outside an estimator.
 
     Parameters
@@ -106,15 +124,19 @@ def check_data(X, name="X", *, min_samples=1, ensure_all_finite=True):
     ensure_all_finite : bool, default=True
         Whether to scan for NaN and infinities. ``False`` is for callers whose
         next step detects them anyway (the moment pass), saving a scan.
+    accept_sparse : False or tuple of str, default=False
+        Sparse formats returned as they are (others converted to the first);
+        False refuses sparse data with scikit-learn's ``TypeError``.
 
     Returns
     -------
-    X : ndarray of shape (n_samples, n_features), dtype float64
+    X : ndarray or scipy.sparse matrix of shape (n_samples, n_features), dtype float64
     """
     raise_if_non_numeric(X, name)
     try:
         return check_array(
             X,
+            accept_sparse=accept_sparse,
             dtype=np.float64,
             ensure_all_finite=ensure_all_finite,
             ensure_min_samples=min_samples,

@@ -53,9 +53,11 @@ from fairpca._base import (
     transactional,
 )
 from fairpca._dask import _dask_rows, _import_dask, _is_dask_collection
+from fairpca._sparse import SPARSE_FORMATS, add_sparse, centred_product, issparse
 from fairpca._validation import check_estimator_data, check_sample_weight, check_width
 from fairpca._warnings import warn
 from fairpca.mean_matching import _ATTRIBUTE_MODES, constraint_bases, constraint_columns
+from fairpca.moments import _MAX_CANCELLATION
 
 __all__ = ["LinearErasure", "leace_map"]
 
@@ -177,8 +179,9 @@ class LinearErasure(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like, dask.array.Array or Dask DataFrame of shape (n_samples, n_features)
-            Training data (numeric, finite).
+        X : array-like, sparse matrix, Dask array or DataFrame of shape (n_samples, n_features)
+            Training data (numeric, finite). Sparse ``X`` (CSR, CSC) is never
+            densified: its moments come from sparse products.
         y : ignored
         sensitive_features : array-like or Dask collection, (n_samples,) or (n_samples, n_attr)
             Group label of each row (at least two groups), or one column per
@@ -257,7 +260,9 @@ class LinearErasure(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         else:
             if reset and len(getattr(X, "shape", ())) == 2:
                 check_width(X.shape[1], "LinearErasure")
-            X = check_estimator_data(self, X, reset=reset, ensure_all_finite=False)
+            X = check_estimator_data(
+                self, X, reset=reset, ensure_all_finite=False, accept_sparse=SPARSE_FORMATS
+            )
             weights = None
             if sample_weight is not None:
                 weights = check_sample_weight(sample_weight, X.shape[0])
@@ -281,12 +286,26 @@ class LinearErasure(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : array-like or sparse matrix of shape (n_samples, n_features)
 
         Returns
         -------
         X_erased : ndarray of shape (n_samples, n_features)
+            Dense also for sparse ``X`` (the edit moves every row along the
+            erased directions); ``X`` itself is not densified: the edit
+            ``(X - mean_) A^T`` is ``X A^T - mean_ A^T`` and X's non-zeros are
+            added to it.
         """
         check_is_fitted(self, "erasure_")
-        X = check_estimator_data(self, X, reset=False)
-        return X - (X - self.mean_) @ self.erasure_.T
+        X = check_estimator_data(self, X, reset=False, accept_sparse=SPARSE_FORMATS)
+        removed = centred_product(
+            X, self.mean_, self.erasure_.T, self.moments_.variances, _MAX_CANCELLATION
+        )
+        if issparse(X):
+            return add_sparse(-removed, X)
+        return X - removed
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags

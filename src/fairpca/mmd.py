@@ -51,6 +51,7 @@ from fairpca._kernels import (
 )
 from fairpca._linalg import top_eigh
 from fairpca._mmd_objective import _CachedObjective, _Penalty
+from fairpca._sparse import issparse
 from fairpca._validation import _plain, check_number, check_sensitive_features
 from fairpca._warnings import warn
 from fairpca.riemannian import minimize_lbfgs, minimize_trust_region, random_point
@@ -618,7 +619,20 @@ class MMDFairPCA(FairPCABase):
             self._require_target(y)
         return super()._fit_dask(X, y, sensitive_features)
 
+    #: Sparse X: only the rows the MMD² terms sample are densified (see _fit_components).
+    _sparse_rows = True
+
     def _fit_components(self, X, codes, moments, y, d):
+        if issparse(X):  # uncentred; at most max_samples + 2000 rows are densified
+            if self.max_samples is None:
+                raise ValueError(
+                    "max_samples=None asks for MMD² on every row, which would densify all of "
+                    "the sparse X; set max_samples (rows kept for MMD², default 20000)."
+                )
+            X, mean = X.tocsr(), moments.pooled_mean
+            return self._fit_rows(
+                lambda rows: [X[r].toarray() - mean for r in rows], None, codes, moments, y, d
+            )
         return self._fit_rows(lambda rows: [X[r] for r in rows], X, codes, moments, y, d)
 
     def _fit_components_dask(self, X, labels, y, moments, d):

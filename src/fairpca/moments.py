@@ -32,6 +32,7 @@ from fairpca._dask import (
     _import_dask,
     _merge_parts,
 )
+from fairpca._sparse import SPARSE_FORMATS, issparse, sparse_group_scatters
 from fairpca._validation import (
     check_covariates,
     check_data,
@@ -95,8 +96,10 @@ class GroupMoments:
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Numeric data without NaN or infinities.
+        X : array-like or scipy.sparse matrix of shape (n_samples, n_features)
+            Numeric data without NaN or infinities. Sparse data (CSR or CSC;
+            other formats are converted to CSR) are never densified: see
+            :mod:`fairpca._sparse`.
         sensitive_features : array-like of shape (n_samples,) or None
             Group label of each row; None puts every row in one group (label 0).
         covariates : array-like of shape (n_samples, n_covariates), default=None
@@ -110,7 +113,7 @@ class GroupMoments:
         moments : GroupMoments
         """
         # NaN and infinities are caught by the pass itself: no separate scan.
-        X = check_data(X, "X", ensure_all_finite=False)
+        X = check_data(X, "X", ensure_all_finite=False, accept_sparse=SPARSE_FORMATS)
         if sensitive_features is None:
             groups, codes = np.array([0]), np.zeros(X.shape[0], dtype=np.intp)
         else:
@@ -128,13 +131,20 @@ class GroupMoments:
         ``X`` may still hold NaN or infinities: the pass detects them and raises
         the same error as :func:`check_data`, so that callers need not scan ``X``
         for them beforehand. ``covariates`` are validated float columns,
-        ``weights`` validated sample weights.
+        ``weights`` validated sample weights. ``X`` may be a CSR or CSC matrix:
+        its moments are then taken from the non-zeros (:mod:`fairpca._sparse`).
         """
         if weights is None:
             counts = np.bincount(codes, minlength=len(groups)).astype(np.int64)
         else:
             counts = np.bincount(codes, weights=weights, minlength=len(groups))
-        means, scatters = _group_scatters(X, codes, counts, covariates, weights)
+        if issparse(X):
+            means, scatters = sparse_group_scatters(
+                X, codes, counts, covariates, weights, max_cancellation=_MAX_CANCELLATION
+            )
+            _check_scatters(X, scatters, counts)
+        else:
+            means, scatters = _group_scatters(X, codes, counts, covariates, weights)
         return cls._from_joint(groups, counts, means, scatters, X.shape[1])
 
     @classmethod
@@ -384,6 +394,16 @@ class GroupMoments:
         shift = self.means - c
         return covariances + shift[:, :, None] * shift[:, None, :]
 
+    @property
+    def variances(self) -> np.ndarray:
+        """Pooled variance of each column (divisor n), the diagonal of :meth:`covariance`.
+
+        ``(sum_a diag(S_a) + n_a (mu_a - mu)^2) / n``, shape (n_features,), in
+        O(n_groups n_features) without forming a p x p matrix.
+        """
+        spread = np.diagonal(self.scatters, axis1=1, axis2=2).sum(axis=0)
+        return (spread + self.counts @ (self.means - self.pooled_mean) ** 2) / self.n_samples
+
     def covariance(self) -> np.ndarray:
         """Covariance of all rows around the pooled mean (divisor n), shape (p, p)."""
         return np.einsum("a,aij->ij", self.proportions, self.second_moment("pooled"))
@@ -493,10 +513,15 @@ def _group_scatters(X, codes, counts, covariates=None, weights=None):
         delta = sums / counts[redo][:, None]
         means[redo] += delta
         scatters[redo] = grams - counts[redo][:, None, None] * delta[:, :, None] * delta[:, None, :]
+    _check_scatters(X, scatters, counts)
+    return means, scatters
+
+
+def _check_scatters(X, scatters, counts):
+    """Raise for non-finite data or overflow, and for data whose moments underflow."""
     if not np.isfinite(scatters).all():
         _raise_non_finite(X)
     _check_no_underflow(X, scatters, counts)
-    return means, scatters
 
 
 #: Smallest mean square of a column around its mean that needs no second look
@@ -638,7 +663,7 @@ def _raise_non_finite(X):
     Its cause is NaN or infinities in ``X`` (scikit-learn's message) or, if
     there are none, overflow.
     """
-    check_data(X, "X")
+    check_data(X, "X", accept_sparse=SPARSE_FORMATS)
     raise ValueError(
         "X is too large in magnitude: its second moments overflow float64. "
         "Rescale it first (e.g. with sklearn.preprocessing.StandardScaler)."

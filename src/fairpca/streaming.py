@@ -31,7 +31,12 @@ from sklearn.utils.validation import check_is_fitted
 
 from fairpca._base import forget_fit, transactional
 from fairpca._dask import _import_dask, _is_dask_collection
-from fairpca._linalg import block_power_iteration, flip_signs, rayleigh_ritz
+from fairpca._linalg import (
+    block_power_iteration,
+    flip_signs,
+    orthonormal_block,
+    rayleigh_ritz,
+)
 from fairpca._validation import (
     check_data,
     check_estimator_data,
@@ -592,6 +597,12 @@ class StreamingFairPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEs
             diff_values, W = unfair.values, unfair.vectors
             phases.append(("phase 1 (covariance differences)", unfair, m))
         N = unfair_directions(group_means, weights, W)
+        if p - N.shape[1] < d:
+            raise ValueError(
+                f"n_components={d} is more than the {p - N.shape[1]} dimension(s) left once the "
+                f"unfair subspace of rank {N.shape[1]} ({N.shape[1] - W.shape[1]} group-mean "
+                f"differences and unfair_rank={m}) is removed; lower n_components or unfair_rank."
+            )
         mean = weights @ group_means
 
         def project(B):
@@ -752,6 +763,7 @@ class _Stream:
         self.d, self.m, self.block_size, self.scale = d, m, block_size, scale
         self.groups, self.counts, self.means = [], [], []
         self.buffer, self.buffer_codes = [], []
+        self.rng = rng  # refills rank-deficient power blocks (orthonormal_block)
         self.W = _orth(rng.standard_normal((p, min(m + oversampling, p)))) if m else None
         self.V = _orth(rng.standard_normal((p, min(d + oversampling, p))))
         self.covariance_directions = np.zeros((p, 0))
@@ -820,8 +832,9 @@ class _Stream:
             self.diff_values, self.covariance_directions = _ritz(self.W, image, self.m)
             self.W = _orth(image)
             self.n_unfair_steps += 1
-        self.N = unfair_directions(means, weights, self.covariance_directions)
-        basis = _orth(self.V - self.N @ (self.N.T @ self.V))
+        N = self.N = unfair_directions(means, weights, self.covariance_directions)
+        # Inside the complement of N, also where the block is rank-deficient there.
+        basis = orthonormal_block(self.V, self.rng, lambda B: B - N @ (N.T @ B))
         centred = X  # this block's rows are ours (a scaled copy) and used last here
         centred -= weights @ means
         image = centred.T @ (centred @ basis) / X.shape[0]
