@@ -11,7 +11,7 @@ from sklearn.preprocessing import StandardScaler
 
 from fairpca._base import FairPCABase
 from fairpca.cli import cli
-from fairpca.compare import compare_methods
+from fairpca.compare import compare_methods, every_method_table
 from fairpca.datasets import make_gaussian_groups
 from fairpca.metrics import group_reconstruction_error
 
@@ -95,9 +95,64 @@ def test_budget_child_reissues_warnings_and_reraises_errors(monkeypatch, data):
     with pytest.warns(ConvergenceWarning, match="stopped early"):
         comparison = compare_methods(X, s, y, time_budget=60)
     assert "_Warns" in comparison.estimators
-    _use_methods(monkeypatch, [_Fails])
-    with pytest.raises(np.linalg.LinAlgError, match="solver broke"):
-        compare_methods(X, s, y, time_budget=60)
+    # An error in the child is the method's recorded failure, as in this process.
+    _use_methods(monkeypatch, [_Fails, _Balanced])
+    comparison = compare_methods(X, s, y, time_budget=60)
+    assert comparison.failed == {"_Fails": "LinAlgError: solver broke"}
+    assert list(comparison.table.index) == ["PCA", "_Balanced"]
+
+
+class _Crashes(_Balanced):
+    def _fit_components(self, X, codes, moments, y, d):
+        raise RuntimeError("ADMM found no point\nsecond line of detail")
+
+
+@pytest.mark.parametrize("budget", [None, 60])
+def test_a_failing_method_is_recorded_and_the_others_go_on(monkeypatch, data, budget):
+    _use_methods(monkeypatch, [_Crashes, _Balanced, _NeedsExtra])
+    X, s, y = data
+    messages = []
+    comparison = compare_methods(X, s, y, time_budget=budget, progress=messages.append)
+    assert list(comparison.table.index) == ["PCA", "_Balanced"]
+    assert comparison.failed == {"_Crashes": "RuntimeError: ADMM found no point"}
+    assert any("[2/4] _Crashes FAILED after" in m for m in messages)
+    every = every_method_table(comparison)
+    assert list(every.index) == ["PCA", "_Crashes", "_Balanced", "_NeedsExtra"]
+    assert every["status"].to_dict() == {
+        "PCA": "fitted",
+        "_Crashes": "failed",
+        "_Balanced": "fitted",
+        "_NeedsExtra": "unavailable",
+    }
+    assert np.isnan(float(every.loc["_Crashes", "explained_variance_ratio"]))
+    assert every.loc["_Balanced", "explained_variance_ratio"] == pytest.approx(
+        comparison.table.loc["_Balanced", "explained_variance_ratio"]
+    )
+
+
+def test_cli_writes_failures_into_every_output_and_exits_zero(monkeypatch, tmp_path):
+    _use_methods(monkeypatch, [_Crashes, _Balanced])
+    out = tmp_path / "report"
+    result = CliRunner().invoke(cli, ["compare", "-d", "1", "--output", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "Failed: _Crashes: RuntimeError: ADMM found no point" in result.output
+    table = pd.read_csv(out / "comparison.csv", index_col="method")
+    assert table.loc["_Crashes", "status"] == "failed"
+    assert table.loc["_Crashes", "reason"] == "RuntimeError: ADMM found no point"
+    for name in ("comparison.md", "report.html"):
+        text = (out / name).read_text()
+        assert "_Crashes" in text and "ADMM found no point" in text, name
+
+
+def test_cli_exits_non_zero_with_the_reasons_when_no_fair_method_finished(monkeypatch, tmp_path):
+    _use_methods(monkeypatch, [_Crashes, _NeedsExtra])
+    out = tmp_path / "report"
+    result = CliRunner().invoke(cli, ["compare", "-d", "1", "--output", str(out)])
+    assert result.exit_code == 1
+    assert "no fair method could be fitted" in result.output
+    assert "_Crashes: RuntimeError: ADMM found no point" in result.output
+    assert "_NeedsExtra: needs cvxpy" in result.output
+    assert not out.exists()
 
 
 @pytest.mark.parametrize("budget", [0, -1.0, float("nan"), float("inf"), "10", True])
@@ -121,8 +176,10 @@ def test_cli_reports_progress_times_and_the_stopped_method(monkeypatch, tmp_path
     assert (
         "Stopped at the time budget of 1 s per method: _Slow" in (out / "comparison.md").read_text()
     )
-    header = (out / "comparison.csv").read_text().splitlines()[0]
-    assert header.endswith("converged,fit_seconds,flags")
+    table = pd.read_csv(out / "comparison.csv", index_col="method")
+    assert list(table.columns[-5:]) == ["converged", "fit_seconds", "flags", "status", "reason"]
+    assert table.loc["_Slow", "status"] == "stopped"
+    assert table.loc["_Slow", "reason"] == "stopped at the time budget of 1 s"
     result = CliRunner().invoke(cli, ["compare", "--time-budget", "0"])
     assert result.exit_code == 2 and "--time-budget" in result.output
 
@@ -139,7 +196,7 @@ def test_compare_reports_methods_that_did_not_converge(monkeypatch, tmp_path):
     assert "Did not converge: _StopsEarly (" in result.output
     md = (out / "comparison.md").read_text()
     header = next(line for line in md.splitlines() if line.startswith("| method |"))
-    assert header.endswith("| converged | fit_seconds | flags |")
+    assert header.endswith("| converged | fit_seconds | flags | status | reason |")
     assert md.count("Did not converge: _StopsEarly (") == 1
     # Without such a method there is no note.
     _use_methods(monkeypatch, [_Balanced])
@@ -166,7 +223,7 @@ def test_compare_fits_every_fair_estimator(monkeypatch):
 
     result = CliRunner().invoke(cli, ["compare"])
     assert result.exit_code == 0, result.output
-    assert "_NeedsExtra: not available (needs cvxpy" in result.output
+    assert "Not available: _NeedsExtra: needs cvxpy" in result.output
 
 
 def test_cli_output_is_checked_before_computing_and_written_whole(monkeypatch, tmp_path):
@@ -225,3 +282,43 @@ def test_warnings_are_one_plain_line_and_refits_report_convergence(monkeypatch, 
         result.output
     )
     assert "Refits for the plot against d" in (out / "comparison.md").read_text()
+
+
+def test_tradeoff_records_a_failing_setting_and_exits_by_what_finished(monkeypatch, tmp_path):
+    _use_methods(monkeypatch, [_Crashes, _Balanced])
+    out = tmp_path / "curve"
+    args = ["tradeoff", "-d", "1", "--n-bootstrap", "5", "--metric", "reconstruction_error_gap"]
+    result = CliRunner().invoke(cli, [*args, "--output", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "Failed: _Crashes: RuntimeError: ADMM found no point" in result.output
+    curve = pd.read_csv(out / "tradeoff.csv", index_col="method")
+    assert curve.loc["_Crashes", "error"] == "RuntimeError: ADMM found no point"
+    assert np.isnan(curve.loc["_Crashes", "explained_variance_ratio"])
+    assert not curve.loc["_Crashes", "on_frontier"]
+    assert np.isfinite(curve.loc["_Balanced", "explained_variance_ratio"])
+    _use_methods(monkeypatch, [_Crashes])
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 1 and "no fair setting could be fitted" in result.output
+
+
+class _Logs(_Balanced):
+    def _fit_components(self, X, codes, moments, y, d):
+        import logging
+
+        logging.getLogger("fairpca.some_solver").info("round 1: gap 0.5")
+        logging.getLogger("fairpca.some_solver").debug("not progress")
+        return super()._fit_components(X, codes, moments, y, d)
+
+
+@pytest.mark.parametrize("budget", [None, 60])
+def test_solver_progress_lines_reach_the_progress_callback(monkeypatch, data, budget):
+    import logging
+
+    _use_methods(monkeypatch, [_Logs])
+    X, s, y = data
+    messages = []
+    compare_methods(X, s, y, time_budget=budget, progress=messages.append)
+    assert "[2/2] _Logs round 1: gap 0.5" in messages
+    assert not any("not progress" in m for m in messages)
+    # The handler is gone afterwards: nothing is attached to the package logger.
+    assert logging.getLogger("fairpca").handlers == []

@@ -125,7 +125,7 @@ def test_solver_failure_in_fit_keeps_the_previous_fit(make, monkeypatch):
     elif isinstance(est, FairKernelPCA):
         monkeypatch.setattr("fairpca.kernel_pca._exact_dual", _failing_solver)
     elif isinstance(est, fairpca.StreamingFairPCA):
-        monkeypatch.setattr("fairpca.streaming._power_iteration", _failing_solver)
+        monkeypatch.setattr("fairpca.streaming.block_power_iteration", _failing_solver)
     else:
         monkeypatch.setattr("fairpca.moments._group_scatters", _failing_solver)
     with pytest.raises(RuntimeError, match="injected"):

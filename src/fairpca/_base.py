@@ -73,6 +73,14 @@ def verbose_output(estimator):
         return
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(message)s"))
+    with package_log_handler(handler):
+        yield
+
+
+@contextlib.contextmanager
+def package_log_handler(handler):
+    """Send the ``fairpca.*`` loggers' INFO lines (solver progress) to ``handler`` in the block."""
+    package = logging.getLogger("fairpca")
     level = package.level
     package.addHandler(handler)
     package.setLevel(logging.INFO)

@@ -53,100 +53,6 @@ def _convergence_note(table):
     )
 
 
-def _read_csv(path, sensitive, target, *, features=None, drop=(), bins=None):
-    """Features (a DataFrame, categorical columns kept), groups and 0/1 target of a CSV.
-
-    ``features`` keeps only those columns; ``drop`` removes columns; columns
-    whose values are all different (identifiers) are left out with a warning
-    unless named in ``features`` (integers or strings all different; real
-    numbers are left in, being all different by nature). A numeric ``sensitive`` column with many
-    values is refused unless ``bins`` cuts it into that many quantile bins.
-    """
-    import pandas as pd
-
-    try:
-        frame = pd.read_csv(path, skipinitialspace=True, na_values=["?"])
-    except (pd.errors.ParserError, UnicodeDecodeError, pd.errors.EmptyDataError) as exc:
-        raise click.UsageError(f"could not read {path} as CSV: {exc}") from exc
-    named = [("--sensitive", sensitive), ("--target", target)]
-    named += [("--features", c) for c in features or ()] + [("--drop", c) for c in drop]
-    for option, column in named:
-        if column is not None and column not in frame.columns:
-            raise click.UsageError(
-                f"{option} column {column!r} is not in {path.name}; its columns are: "
-                + ", ".join(map(str, frame.columns))
-            )
-    if frame[sensitive].isna().any():
-        raise click.UsageError(f"--sensitive column {sensitive!r} has missing values.")
-    groups = _sensitive_groups(frame[sensitive], bins)
-    y = None
-    if target is not None:
-        values = frame[target]
-        if values.isna().any():
-            raise click.UsageError(f"--target column {target!r} has missing values.")
-        levels = np.unique(values.to_numpy())
-        if len(levels) != 2:
-            raise click.UsageError(
-                f"--target column {target!r} must have exactly two values, found {len(levels)}."
-            )
-        y = (values.to_numpy() == levels[1]).astype(int)
-        positive = levels[1].item() if hasattr(levels[1], "item") else levels[1]
-        click.echo(f"target: {target!r} == {positive!r} is the positive class", err=True)
-    if features:
-        kept = list(features)
-    else:
-        kept = [c for c in frame.columns if c not in (sensitive, target, *drop)]
-        identifiers = [c for c in kept if _looks_like_identifier(frame[c])]
-        if identifiers:
-            click.echo(
-                "left out (every value different, like an identifier): "
-                + ", ".join(map(str, identifiers))
-                + "; name them in --features to keep them.",
-                err=True,
-            )
-            kept = [c for c in kept if c not in identifiers]
-    if not kept:
-        raise click.UsageError(f"{path.name} has no feature columns besides the named ones.")
-    return frame[kept], groups, y
-
-
-def _looks_like_identifier(column):
-    """Integers or strings all different from one another (a row number, a name)."""
-    import pandas as pd
-
-    kind = column.dtype.kind
-    discrete = kind in "iuOSU" or isinstance(column.dtype, pd.StringDtype)
-    return discrete and len(column) > 1 and column.nunique() == len(column)
-
-
-#: A numeric --sensitive column with more distinct values than this needs --bins.
-_MAX_GROUPS_WITHOUT_BINS = 20
-
-
-def _sensitive_groups(column, bins):
-    """Group labels of the --sensitive column, cut into quantile bins when asked."""
-    import pandas as pd
-
-    numeric = pd.api.types.is_numeric_dtype(column.dtype)
-    if bins is not None:
-        if not numeric:
-            raise click.UsageError(
-                f"--bins needs a numeric --sensitive column; {column.name!r} is not."
-            )
-        cut = pd.qcut(column, q=bins, duplicates="drop")
-        click.echo(
-            f"groups: {column.name!r} cut into {cut.cat.categories.size} quantile bins", err=True
-        )
-        return cut.astype(str).to_numpy()
-    if numeric and column.nunique() > _MAX_GROUPS_WITHOUT_BINS:
-        raise click.UsageError(
-            f"--sensitive column {column.name!r} is numeric with {column.nunique()} distinct "
-            f"values: as groups they would be mostly tiny. Cut it into groups with --bins N "
-            "(e.g. --bins 4 for quartiles)."
-        )
-    return column.to_numpy()
-
-
 def _markdown(table, floatfmt=".4g"):
     """A pandas DataFrame as a GitHub Markdown table (no extra dependency)."""
 
@@ -164,7 +70,7 @@ def _markdown(table, floatfmt=".4g"):
 
 def _write_outputs(comparison, output, fairness_columns, progress, source):
     from fairpca._html import html_report
-    from fairpca.compare import group_errors_by_d
+    from fairpca.compare import every_method_table, group_errors_by_d
     from fairpca.metrics import describe_metric, metric_family
     from fairpca.plotting import (
         plot_communality,
@@ -175,8 +81,9 @@ def _write_outputs(comparison, output, fairness_columns, progress, source):
     )
 
     table, split = comparison.table, comparison.split
+    every_method = every_method_table(comparison)
     output.mkdir(parents=True, exist_ok=True)
-    table.to_csv(output / "comparison.csv", index_label="method")
+    every_method.to_csv(output / "comparison.csv", index_label="method")
     by_d = group_errors_by_d(comparison, progress=progress)
     notes = _result_notes(comparison)
     unconverged = by_d.loc[~by_d["converged"], ["method", "d"]].drop_duplicates()
@@ -215,7 +122,7 @@ def _write_outputs(comparison, output, fairness_columns, progress, source):
     (output / "comparison.md").write_text(
         f"# fairpca compare\n\nData: {source}. Target dimension d = {comparison.n_components}; "
         f"seed {comparison.random_state}; every number is computed on the held-out rows.\n\n"
-        + _markdown(table)
+        + _markdown(every_method)
         + "".join(f"\n{note}\n" for note in notes)
         + "\n## What the columns mean\n\n"
         + "".join(f"- {line}\n" for line in legend)
@@ -237,7 +144,7 @@ def _write_outputs(comparison, output, fairness_columns, progress, source):
         "seed": comparison.random_state,
         "metrics": "computed on the held-out rows (fairpca.metrics.report)",
     }
-    sections = [("Comparison", [*notes, table]), ("What the columns mean", legend)]
+    sections = [("Comparison", [*notes, every_method]), ("What the columns mean", legend)]
     sections += [(filename.removesuffix(".png"), [figure]) for filename, figure in made]
     (output / "report.html").write_text(html_report("fairpca compare", facts, sections))
     written.append("report.html")
@@ -291,6 +198,8 @@ def _result_notes(comparison):
 
     table = comparison.table
     notes = [_convergence_note(table), _stopped_note(comparison)]
+    notes += [f"Failed: {name}: {reason}" for name, reason in comparison.failed.items()]
+    notes += [f"Not available: {name}: {reason}" for name, reason in comparison.unavailable.items()]
     meaning = {
         "single-class": "its downstream classifier predicts one class for every held-out row, "
         "so its parity gaps (0) say nothing about fairness",
@@ -309,6 +218,18 @@ def _result_notes(comparison):
             "their per-group numbers, and the gaps they enter, vary a lot with the split."
         )
     return [note for note in notes if note]
+
+
+def _check_finished(outcomes):
+    """End with a non-zero status unless PCA and at least one fair method were fitted."""
+    fitted = [name for name, outcome in outcomes.items() if outcome.status == "fitted"]
+    if "PCA" in fitted and len(fitted) > 1:
+        return
+    missing = "PCA, the reference, could not" if "PCA" not in fitted else "no fair method could"
+    raise click.ClickException(
+        f"{missing} be fitted: "
+        + "; ".join(f"{name}: {o.reason}" for name, o in outcomes.items() if o.status != "fitted")
+    )
 
 
 def _stopped_note(comparison):
@@ -393,6 +314,19 @@ def _data_options(command):
             "--bins",
             type=click.IntRange(min=2),
             help="Cut a numeric --sensitive column into this many quantile bins (groups).",
+        ),
+        click.option(
+            "--column-names",
+            metavar="COL,COL...",
+            help="The --data file has no header row; these are its columns, in order.",
+        ),
+        click.option(
+            "--max-encoded-features",
+            type=click.IntRange(min=1),
+            help=(
+                "Most one-hot columns the text columns of --data may produce; past it the "
+                "command stops before any fit and names the widest [default: 1000]."
+            ),
         ),
         click.option(
             "--methods",
@@ -492,6 +426,8 @@ def _resolve_split(
     drop,
     impute,
     bins,
+    column_names,
+    max_encoded_features,
     methods,
     data_home,
     download,
@@ -509,7 +445,14 @@ def _resolve_split(
         raise click.UsageError("--data-home needs --dataset (it is where the data sets are).")
     if download and dataset is None:
         raise click.UsageError("--download needs --dataset (it fetches that data set's files).")
-    csv_only = {"--features": features, "--drop": drop, "--impute": impute, "--bins": bins}
+    csv_only = {
+        "--features": features,
+        "--drop": drop,
+        "--impute": impute,
+        "--bins": bins,
+        "--column-names": column_names,
+        "--max-encoded-features": max_encoded_features,
+    }
     if data is None and any(v is not None for v in csv_only.values()):
         given = [k for k, v in csv_only.items() if v is not None]
         raise click.UsageError(f"{', '.join(given)} need --data (a CSV file).")
@@ -543,9 +486,24 @@ def _resolve_split(
     else:
         if sensitive is None:
             raise click.UsageError("--data needs --sensitive COLUMN naming the protected group.")
-        X, s, y = _read_csv(
-            data, sensitive, target, features=_names(features), drop=_names(drop) or (), bins=bins
-        )
+        from fairpca.table import MAX_ENCODED_FEATURES, read_table
+
+        try:
+            table = read_table(
+                data,
+                sensitive,
+                target,
+                features=_names(features),
+                drop=_names(drop) or (),
+                bins=bins,
+                column_names=_names(column_names),
+                max_encoded_features=max_encoded_features or MAX_ENCODED_FEATURES,
+            )
+        except ValueError as exc:
+            raise click.UsageError(str(exc)) from exc
+        for note in table.notes:
+            click.echo(note, err=True)
+        X, s, y = table.features, table.groups, table.target
         source = str(data)
     try:
         split = make_split(
@@ -616,19 +574,21 @@ def _print_and_write(comparison, output, source):
 
     table = comparison.table
     scalar = [c for c in table.columns if "[" not in c and c != "converged"]
-    with pd.option_context("display.width", 200, "display.max_columns", None):
-        click.echo(table[scalar].T.to_string(float_format=lambda v: f"{v:.4g}"))
-    click.echo(
-        "converged: "
-        + ", ".join(f"{name} {'yes' if ok else 'NO'}" for name, ok in table["converged"].items())
-    )
+    if len(table):
+        with pd.option_context("display.width", 200, "display.max_columns", None):
+            click.echo(table[scalar].T.to_string(float_format=lambda v: f"{v:.4g}"))
+        click.echo(
+            "converged: "
+            + ", ".join(
+                f"{name} {'yes' if ok else 'NO'}" for name, ok in table["converged"].items()
+            )
+        )
     for note in _result_notes(comparison):
         click.echo(note, err=True)
     click.echo("\nColumns:")
     for column in scalar:
         click.echo("  " + describe_metric(column))
-    for name, reason in comparison.unavailable.items():
-        click.echo(f"{name}: not available ({reason})", err=True)
+    _check_finished(comparison.outcomes)
     if output is not None:
         fairness = [c for c in ("reconstruction_error_gap", "mmd2") if c in table.columns]
         with _staged(output) as staging:
@@ -703,6 +663,17 @@ def tradeoff(metrics, n_bootstrap, n_jobs, output, force, **data_options):
         raise click.UsageError(str(exc)) from exc
     table = _curve_table(curve)
     click.echo(_with_intervals(table, [QUALITY, *curve.attrs["metrics"]]).to_string())
+    failed = curve[curve["error"].notna()]
+    for method, setting, reason in failed[["method", "setting", "error"]].itertuples(index=False):
+        click.echo(f"Failed: {f'{method} {setting}'.strip()}: {reason}", err=True)
+    finished = curve.loc[curve["error"].isna(), "method"]
+    if "PCA" not in set(finished) or not (finished != "PCA").any():
+        missing = (
+            "PCA, the reference, could not"
+            if "PCA" not in set(finished)
+            else "no fair setting could"
+        )
+        raise click.ClickException(f"{missing} be fitted (the reasons are above).")
     if output is not None:
         with _staged(output) as staging:
             written = _write_tradeoff(curve, table, staging, source)
@@ -719,7 +690,7 @@ def _with_intervals(table, columns):
     shown = table[["on_frontier"]].copy()
     for column in columns:
         shown[column] = [
-            f"{v:.4g} [{lo:.4g}, {hi:.4g}]"
+            "failed" if np.isnan(v) else f"{v:.4g} [{lo:.4g}, {hi:.4g}]"
             for v, lo, hi in zip(
                 table[column], table[f"{column}_low"], table[f"{column}_high"], strict=True
             )

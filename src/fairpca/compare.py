@@ -13,6 +13,9 @@ rather than silently dropped.
 
 from __future__ import annotations
 
+import contextlib
+import inspect
+import logging
 import multiprocessing
 import sys
 import time
@@ -24,7 +27,9 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 from numpy.typing import ArrayLike
 
+from fairpca._base import package_log_handler
 from fairpca._validation import DataTooWideError
+from fairpca.table import is_numeric_column as _is_numeric
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -35,8 +40,12 @@ if TYPE_CHECKING:
 __all__ = [
     "MIN_GROUP_ROWS",
     "Comparison",
+    "FitOutcome",
     "compare_methods",
     "compare_split",
+    "every_method_table",
+    "failure_reason",
+    "fit_method",
     "make_methods",
     "make_split",
     "noisy_groups",
@@ -54,7 +63,8 @@ class Comparison:
     Attributes
     ----------
     table : pandas.DataFrame
-        One row per fitted method: the columns of :func:`fairpca.metrics.report`
+        One row per fitted method (:func:`every_method_table` adds the others,
+        with their status and reason): the columns of :func:`fairpca.metrics.report`
         on the test part, ``converged`` (the estimator's ``converged_``; True for
         PCA, solved in closed form) and ``fit_seconds`` (wall-clock time of the fit).
     estimators : dict
@@ -65,6 +75,10 @@ class Comparison:
         Method name -> why it could not run (a missing optional dependency).
     stopped : dict
         Method name -> the time budget in seconds at which its fit was stopped.
+    failed : dict
+        Method name -> why its fit raised (the exception's type and first line).
+    outcomes : dict
+        Method name -> :class:`FitOutcome`, for every method asked for.
     n_components : int
         Target dimension of every method.
     random_state : int
@@ -80,6 +94,8 @@ class Comparison:
     split: object
     unavailable: dict = field(default_factory=dict)
     stopped: dict = field(default_factory=dict)
+    failed: dict = field(default_factory=dict)
+    outcomes: dict = field(default_factory=dict)
     n_components: int = 2
     random_state: int = 0
     time_budget: float | None = None
@@ -144,15 +160,29 @@ def _other_fair_transformers():
 
 
 def _fit(estimator, X, s, y):
-    """Fit ``estimator``: PCA on ``X`` alone, a fair method with its groups."""
-    if s is None:
+    """Fit ``estimator``: with the groups when its ``fit`` takes them, else on ``X`` alone."""
+    if "sensitive_features" not in inspect.signature(estimator.fit).parameters:
         return estimator.fit(X)
     return estimator.fit(X, y, sensitive_features=s)
 
 
+class _SendProgress(logging.Handler):
+    """In the child process: send the solvers' INFO lines to the parent as they come."""
+
+    def __init__(self, connection):
+        super().__init__(logging.INFO)
+        self.connection = connection
+
+    def emit(self, record):
+        self.connection.send(("progress", record.getMessage(), []))
+
+
 def _fit_in_child(connection, estimator, X, s, y):
     """Child-process body: fit, then send back the estimator and its warnings (or the error)."""
-    with warnings.catch_warnings(record=True) as caught:
+    with (
+        warnings.catch_warnings(record=True) as caught,
+        package_log_handler(_SendProgress(connection)),
+    ):
         warnings.simplefilter("always")
         try:
             result = ("ok", _fit(estimator, X, s, y))
@@ -162,12 +192,13 @@ def _fit_in_child(connection, estimator, X, s, y):
     connection.close()
 
 
-def _fit_with_budget(estimator, X, s, y, budget):
+def _fit_with_budget(estimator, X, s, y, budget, progress=None):
     """The fitted estimator, or None when the fit did not end within ``budget`` seconds.
 
     The fit runs in a child process (forked where the platform allows, so that
     classes defined at run time pickle), which is terminated at the budget.
-    Warnings raised in the child are re-issued here; an exception is re-raised.
+    The solvers' progress lines are passed to ``progress`` as they arrive;
+    warnings raised in the child are re-issued here; an exception is re-raised.
     """
     method = "fork" if sys.platform.startswith("linux") else "spawn"
     context = multiprocessing.get_context(method)
@@ -175,10 +206,16 @@ def _fit_with_budget(estimator, X, s, y, budget):
     child = context.Process(target=_fit_in_child, args=(sender, estimator, X, s, y), daemon=True)
     child.start()
     sender.close()
+    deadline = time.monotonic() + budget
     try:
-        if not receiver.poll(budget):
-            return None
-        status, value, caught = receiver.recv()
+        while True:
+            if not receiver.poll(max(deadline - time.monotonic(), 0.0)):
+                return None
+            status, value, caught = receiver.recv()
+            if status != "progress":
+                break
+            if progress is not None:
+                progress(value)
     except EOFError:  # the child died without answering (killed, out of memory)
         raise RuntimeError(f"the child process fitting {type(estimator).__name__} died") from None
     finally:
@@ -203,56 +240,125 @@ def _check_budget(time_budget):
     return float(time_budget)
 
 
-def _fit_all(
-    split, n_components, random_state, time_budget, progress, *, skip_infeasible=False, names=None
-):
+#: Longest reason kept for a failed method (its exception's first line).
+_MAX_REASON = 300
+
+
+def failure_reason(exc: BaseException) -> str:
+    """One line saying why a fit failed: the exception's type and first line."""
+    lines = str(exc).strip().splitlines()
+    text = f"{type(exc).__name__}: {lines[0] if lines else 'no message'}"
+    return text if len(text) <= _MAX_REASON else text[: _MAX_REASON - 3] + "..."
+
+
+@dataclass
+class FitOutcome:
+    """How the fit of one method ended.
+
+    Attributes
+    ----------
+    status : {"fitted", "failed", "stopped", "unavailable"}
+        Fitted; raised (``reason`` says why); stopped at the time budget; or
+        could not run here (a missing optional dependency, data too wide for
+        its dense moments).
+    estimator : estimator or None
+        The fitted estimator when ``status == "fitted"``.
+    reason : str
+        One line: why it is not fitted ("" when it is).
+    seconds : float
+        Wall-clock seconds the fit took (also when it failed).
+    """
+
+    status: Literal["fitted", "failed", "stopped", "unavailable"]
+    estimator: Any = None
+    reason: str = ""
+    seconds: float = float("nan")
+
+
+class _ForwardToProgress(logging.Handler):
+    """Pass the solvers' INFO log lines (progress inside a long fit) to ``progress``."""
+
+    def __init__(self, progress, prefix):
+        super().__init__(logging.INFO)
+        self.progress, self.prefix = progress, prefix
+
+    def emit(self, record):
+        self.progress(f"{self.prefix} {record.getMessage()}")
+
+
+@contextlib.contextmanager
+def _solver_progress(progress, prefix):
+    """While fitting, forward the ``fairpca`` loggers' INFO lines to ``progress``."""
+    if progress is None:
+        yield
+        return
+    with package_log_handler(_ForwardToProgress(progress, prefix)):
+        yield
+
+
+def fit_method(
+    estimator: BaseEstimator,
+    split: Split,
+    *,
+    time_budget: float | None = None,
+    progress: Callable[[str], object] | None = None,
+    label: str = "",
+) -> FitOutcome:
+    """Fit one method on a split's training part; a failure is an outcome, not an error.
+
+    The estimator is fitted with the training groups (and target) when its
+    ``fit`` takes ``sensitive_features``, else on ``X`` alone (PCA). Any
+    exception (a solver failure, refused input, memory) is caught and
+    recorded as ``"failed"`` with its one-line reason; a missing optional
+    dependency or data too wide for dense moments as ``"unavailable"``; a fit
+    past ``time_budget`` seconds (run in a child process) as ``"stopped"``.
+    ``progress`` receives the solvers' own progress lines during the fit,
+    prefixed with ``label``. ``KeyboardInterrupt`` is not caught.
+    """
+    start = time.perf_counter()
+    args = (estimator, split.X_train, split.s_train, split.y_train)
+    try:
+        if time_budget is None:
+            with _solver_progress(progress, label):
+                fitted = _fit(*args)
+        else:
+            forward = None if progress is None else (lambda line: progress(f"{label} {line}"))
+            fitted = _fit_with_budget(*args, time_budget, forward)
+    except (ImportError, DataTooWideError) as exc:
+        return FitOutcome("unavailable", reason=str(exc), seconds=time.perf_counter() - start)
+    except Exception as exc:  # noqa: BLE001 - one method's failure never ends the comparison
+        return FitOutcome("failed", reason=failure_reason(exc), seconds=time.perf_counter() - start)
+    seconds = time.perf_counter() - start
+    if fitted is None:
+        reason = f"stopped at the time budget of {time_budget:g} s"
+        return FitOutcome("stopped", reason=reason, seconds=seconds)
+    return FitOutcome("fitted", estimator=fitted, seconds=seconds)
+
+
+def _fit_all(split, n_components, random_state, time_budget, progress, *, refit=False, names=None):
     """Fit every method on the training part, reporting progress per method.
 
-    Returns the fitted estimators, their fit times in seconds, the methods not
-    available (name -> reason) and those stopped at the budget (name -> budget).
-    With ``skip_infeasible`` (the refits at other dimensions) a method whose
-    fit raises ValueError is left out, and so are the methods that are not
-    linear projections.
+    Returns ``{name: FitOutcome}`` in the order of :func:`make_methods`. With
+    ``refit`` (the refits at other dimensions) the methods that are not linear
+    projections are left out.
     """
-    methods = make_methods(
-        n_components, random_state, projections_only=skip_infeasible, names=names
-    )
-    fitted, seconds, unavailable, stopped = {}, {}, {}, {}
+    methods = make_methods(n_components, random_state, projections_only=refit, names=names)
+    outcomes = {}
     for i, (name, est) in enumerate(methods.items(), start=1):
-        step = f"[{i}/{len(methods)}] {name}" + (
-            f" (d = {n_components})" if skip_infeasible else ""
-        )
+        step = f"[{i}/{len(methods)}] {name}" + (f" (d = {n_components})" if refit else "")
         if progress is not None:
             progress(f"{step} fitting ...")
-        s = None if name == "PCA" else split.s_train
-        start = time.perf_counter()
-        try:
-            if time_budget is None:
-                result = _fit(est, split.X_train, s, split.y_train)
-            else:
-                result = _fit_with_budget(est, split.X_train, s, split.y_train, time_budget)
-        except ImportError as exc:
-            unavailable[name] = str(exc)
-            message = f"not available ({exc})"
-        except DataTooWideError as exc:
-            # Only the methods that need dense p x p moments refuse: the others go on.
-            unavailable[name] = str(exc)
-            message = f"left out ({exc})"
-        except ValueError as exc:
-            if not skip_infeasible:
-                raise
-            message = f"left out ({exc})"
-        else:
-            if result is None:
-                stopped[name] = time_budget
-                message = f"stopped at the time budget of {time_budget:g} s"
-            else:
-                fitted[name] = result
-                seconds[name] = time.perf_counter() - start
-                message = f"done in {seconds[name]:.2f} s"
+        outcome = fit_method(est, split, time_budget=time_budget, progress=progress, label=step)
+        outcomes[name] = outcome
         if progress is not None:
+            message = {
+                "fitted": f"done in {outcome.seconds:.2f} s",
+                "failed": f"FAILED after {outcome.seconds:.2f} s ({outcome.reason})",
+                "stopped": outcome.reason,
+                "unavailable": f"not available ({outcome.reason})",
+            }[outcome.status]
             progress(f"{step} {message}")
-    return fitted, seconds, unavailable, stopped
+    return outcomes
 
 
 def compare_split(
@@ -295,21 +401,33 @@ def compare_split(
     check_n_components(n_components, split.X_train.shape[1])
     time_budget = _check_budget(time_budget)
     make_methods(n_components, random_state, names=methods)  # unknown names: before any fit
-    fitted, seconds, unavailable, stopped = _fit_all(
-        split, n_components, random_state, time_budget, progress, names=methods
-    )
-    table = report(split.X_test, split.s_test, fitted, y=split.y_test, random_state=random_state)
+    outcomes = _fit_all(split, n_components, random_state, time_budget, progress, names=methods)
+    fitted = {name: o.estimator for name, o in outcomes.items() if o.status == "fitted"}
+    if fitted:
+        table = report(
+            split.X_test, split.s_test, fitted, y=split.y_test, random_state=random_state
+        )
+    else:  # every method failed: the outcomes say why
+        import pandas as pd
+
+        table = pd.DataFrame(index=pd.Index([], name="method"))
     # An iterative solver that stopped early sets converged_ = False; a method
     # without the attribute (PCA) is solved in closed form.
     table["converged"] = [bool(getattr(fitted[name], "converged_", True)) for name in table.index]
-    table["fit_seconds"] = [seconds[name] for name in table.index]
+    table["fit_seconds"] = [outcomes[name].seconds for name in table.index]
     table["flags"] = [" ".join(flags) for flags in result_flags(table).values()]
+
+    def reasons(status):
+        return {name: o.reason for name, o in outcomes.items() if o.status == status}
+
     return Comparison(
         table=table,
         estimators=fitted,
         split=split,
-        unavailable=unavailable,
-        stopped=stopped,
+        unavailable=reasons("unavailable"),
+        stopped={name: time_budget for name in reasons("stopped")},
+        failed=reasons("failed"),
+        outcomes=outcomes,
         n_components=n_components,
         random_state=random_state,
         time_budget=time_budget,
@@ -496,12 +614,6 @@ def _as_frame(X, impute):
     return frame, n_dropped
 
 
-def _is_numeric(column):
-    from pandas.api.types import is_bool_dtype, is_numeric_dtype
-
-    return is_numeric_dtype(column.dtype) or is_bool_dtype(column.dtype)
-
-
 def _encoder(frame):
     """Impute, one-hot encode the categorical columns, standardise: fitted on training rows."""
     from sklearn.compose import ColumnTransformer
@@ -563,6 +675,35 @@ def result_flags(table: pd.DataFrame) -> dict[str, list[str]]:
     return flags
 
 
+def every_method_table(comparison: Comparison) -> pd.DataFrame:
+    """The comparison's table with a row for every method asked for, fitted or not.
+
+    Adds ``status`` (``"fitted"``, ``"failed"``, ``"stopped"`` or
+    ``"unavailable"``) and ``reason`` (why it is not fitted, "" when it is);
+    the metric columns of a method that was not fitted are missing (NaN).
+    """
+    import pandas as pd
+
+    table = comparison.table.assign(status="fitted", reason="")
+    others = pd.DataFrame(
+        [
+            {"status": o.status, "reason": o.reason, "fit_seconds": o.seconds}
+            for o in comparison.outcomes.values()
+            if o.status != "fitted"
+        ],
+        index=pd.Index(
+            [n for n, o in comparison.outcomes.items() if o.status != "fitted"],
+            name=table.index.name,
+        ),
+        columns=table.columns,
+    )
+    if others.empty:
+        return table
+    table = pd.concat([table.astype(object), others.astype(object)])
+    order = [n for n in comparison.outcomes if n in table.index]
+    return table.loc[order + [n for n in table.index if n not in order]]
+
+
 def noisy_groups(s_test: ArrayLike, min_rows: int = NOISY_GROUP_ROWS) -> dict[Any, int]:
     """Held-out groups with fewer than ``min_rows`` rows: ``{group: rows}``."""
     from fairpca._validation import _plain
@@ -616,15 +757,16 @@ def group_errors_by_d(comparison, *, max_d_values=MAX_D_VALUES, progress=None):
                 if is_linear_projection(est)
             }
         else:
-            models = _fit_all(
+            outcomes = _fit_all(
                 split,
                 d,
                 comparison.random_state,
                 time_budget,
                 progress,
-                skip_infeasible=True,
+                refit=True,
                 names=comparison.methods,
-            )[0]
+            )
+            models = {n: o.estimator for n, o in outcomes.items() if o.status == "fitted"}
         for name, est in models.items():
             converged = bool(getattr(est, "converged_", True))
             for group, error in group_reconstruction_error(split.X_test, split.s_test, est).items():

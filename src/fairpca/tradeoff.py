@@ -19,9 +19,7 @@ variability of the fit itself: each setting is fitted once.
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import numbers
-import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
@@ -255,20 +253,17 @@ def _fit_and_evaluate(method, label, estimator, split, metrics, bandwidth, optio
     """One row of the curve: fit on the training part, bootstrap on the test part."""
     from sklearn.base import clone
 
+    from fairpca.compare import fit_method
     from fairpca.metrics._projection import is_linear_projection
 
     row = {"method": method, "setting": label, "estimator": estimator}
-    fitted = clone(estimator)
-    start = time.perf_counter()
-    try:
-        if "sensitive_features" not in inspect.signature(fitted.fit).parameters:
-            fitted.fit(split.X_train)
-        else:
-            fitted.fit(split.X_train, split.y_train, sensitive_features=split.s_train)
-    except ValueError as exc:  # an infeasible setting (e.g. a too strict constraint)
-        row["error"] = str(exc)
+    # A setting that raises (infeasible, a solver failure, memory) is a row with its reason.
+    outcome = fit_method(clone(estimator), split)
+    row["fit_seconds"] = outcome.seconds
+    if outcome.status != "fitted":
+        row["error"] = outcome.reason
         return row
-    row["fit_seconds"] = time.perf_counter() - start
+    fitted = outcome.estimator
     row["converged"] = bool(getattr(fitted, "converged_", True))
     if not is_linear_projection(fitted):
         raise TypeError(
@@ -378,7 +373,7 @@ def tradeoff_curve_split(
         rows.append(row)
         if progress is not None:
             done = (
-                f"left out ({row['error']})"
+                f"FAILED ({row['error']})"
                 if "error" in row
                 else f"done in {row['fit_seconds']:.2f} s"
             )
