@@ -113,7 +113,7 @@ _BANDWIDTH_ROWS = 2000
 
 
 def _repms(objective, V, rho, tau, max_iter, log):
-    """Outer loop of Algorithm 1 (REPMS, [Liu2019]_ as in [Lee2022]_).
+    r"""Outer loop of Algorithm 1 (REPMS, [Liu2019]_ as in [Lee2022]_).
 
     From ``V`` and the penalty weight ``rho``, solve ``min f + rho * penalty``
     to gradient norm ``eps`` (:func:`_solve_subproblem`), then shrink ``eps``
@@ -121,23 +121,45 @@ def _repms(objective, V, rho, tau, max_iter, log):
     features) and, while the largest constraint ``h`` (MMD² less its
     allowance, see ``min_group_size``) exceeds ``tau``,
     multiply ``rho`` by ``_RHO_GROWTH`` (up to ``_RHO_MAX``) and halve the
-    weights of the constraints that hold (:meth:`_Penalty.reweight`). Stop when the
-    step ``||V_{k+1} - V_k||_F`` is at most ``_STEP_MIN`` at the final
-    tolerance with ``h <= tau``, when the sub-solver cannot move while ``rho``
-    stays the same, when it has not moved in ``_STALLED_ITERATIONS``
-    consecutive outer iterations at the final tolerance although ``rho``
-    doubled each time (unconverged: ``tau`` is out of its reach), or after
-    ``max_iter`` outer iterations. ``log`` receives
-    one message per outer iteration.
+    weights of the constraints that hold (:meth:`_Penalty.reweight`).
 
-    Returns ``(V, stopped, n_iter, records)``: the last iterate, whether the
-    stopping rule was met, the outer iterations run and, for each, ``(rho,
+    Stopping rules, checked in this order after each outer iteration ``k``
+    (``||dV|| = ||V_{k+1} - V_k||_F``, "final" meaning ``eps`` at its floor):
+
+    ``"met"``
+        ``||dV|| <= _STEP_MIN`` at the final tolerance with ``h <= tau``.
+    ``"levelled"``
+        ``||dV|| <= _STEP_MIN`` at the final tolerance, the sub-problem solved
+        to ``eps``, but ``h > tau``: Liu & Boumal's own rule (which does not
+        ask for feasibility). ``rho`` has just doubled without moving ``V``,
+        so ``V`` is a stationary point of the penalty (the constraint
+        violation) itself: at a solution of the sub-problem
+        ``||grad f + rho grad penalty|| <= eps``, so ``||grad penalty|| <=
+        (||grad f|| + eps) / rho``. Near such a point ``h`` exceeds its limit
+        along the path by ``O(||dV||^2)``, so doubling ``rho`` on would not
+        bring it to ``tau``; the authors' code stops here too.
+    ``"stuck"``
+        The sub-solver could not move at all (``||dV|| = 0``) while ``rho``
+        stays the same (``h <= tau``, or ``rho`` at ``_RHO_MAX``).
+    ``"stalled"``
+        No step in ``_STALLED_ITERATIONS`` consecutive outer iterations at the
+        final tolerance although ``rho`` doubled each time.
+    ``"capped"``
+        ``rho`` has reached ``_RHO_MAX`` at the final tolerance with
+        ``h > tau``: every later sub-problem would be this one again.
+    ``"max_iter"``
+        ``max_iter`` outer iterations.
+
+    ``log`` receives one message per outer iteration.
+
+    Returns ``(V, outcome, n_iter, records)``: the last iterate, the rule that
+    stopped the loop (above), the outer iterations run and, for each, ``(rho,
     eps, h, variance, step, inner steps, gradient norm)`` (see :func:`_history`).
     """
     eps = _EPS_START
     eps_min = _EPS_MIN_RFF if objective.penalty.method == "rff" else _EPS_MIN
     records = []
-    stopped = False
+    outcome = "max_iter"
     stalled = 0  # consecutive outer iterations without a step while h > tau
     newton = False
     for it in range(1, max_iter + 1):
@@ -152,25 +174,33 @@ def _repms(objective, V, rho, tau, max_iter, log):
             f"||dV||={step:.2g}, {result.n_iter} steps ({result.message})"
         )
         V = V_new
-        if step <= _STEP_MIN and eps <= eps_min and h <= tau:
-            stopped = True
+        final = eps <= eps_min
+        if step <= _STEP_MIN and final and (h <= tau or result.converged):
+            outcome = "met" if h <= tau else "levelled"
+            if h > tau:
+                log(f"MMD² levelled off at {h:.3g} > tau {tau:g} (rho {rho:.3g})")
             break
-        stuck = result.message == "trust region collapsed" or eps <= eps_min
+        stuck = result.message == "trust region collapsed" or final
         if step == 0.0 and stuck and (h <= tau or rho >= _RHO_MAX):
             # The sub-solver could not move (rounding-level line search failure) and
             # rho stays: every later iteration would repeat this one exactly.
-            stopped = h <= tau
+            outcome = "stuck"
             log(f"no further progress possible (MMD² {h:.3g}, tau {tau:g})")
             break
         stalled = stalled + 1 if step == 0.0 and stuck and h > tau else 0
         if stalled == _STALLED_ITERATIONS:
+            outcome = "stalled"
             log(f"no step in {stalled} outer iterations while rho grew (MMD² {h:.3g}, tau {tau:g})")
+            break
+        if final and h > tau and rho >= _RHO_MAX:
+            outcome = "capped"
+            log(f"rho at its cap {_RHO_MAX:g} with MMD² {h:.3g} > tau {tau:g}")
             break
         eps = max(eps_min, _EPS_DECAY * eps)
         if h > tau:
             rho = min(_RHO_GROWTH * rho, _RHO_MAX)
             objective.reweight(V, tau)
-    return V, stopped, it, records
+    return V, outcome, it, records
 
 
 def _solve_subproblem(objective, V, eps, newton):
@@ -406,9 +436,13 @@ class MMDFairPCA(FairPCABase):
         used for ``constraint_value_`` and the random initialisation. Same
         seed and data give identical results.
     verbose : bool, default=False
-        Log every outer iteration (``rho``, MMD², explained variance,
-        ``||V_{k+1} - V_k||_F``) at INFO level on the ``fairpca.mmd`` logger
-        (configure :mod:`logging` to see them).
+        Print the progress lines to standard error during ``fit``. They are
+        always logged at INFO level on the ``fairpca.mmd`` logger, one per
+        outer iteration (``rho``, MMD², explained variance,
+        ``||V_{k+1} - V_k||_F``, inner steps) and one at the end, so that a
+        handler on the ``fairpca`` logger (as ``fairpca compare`` attaches)
+        follows a long fit; ``verbose`` adds a handler printing them when
+        logging is not configured.
 
     Attributes
     ----------
@@ -689,44 +723,38 @@ class MMDFairPCA(FairPCABase):
         # Every product here is small or skinny (p x p eigenproblems, n x d projections,
         # tiles x k(1 + d)): BLAS threads only add synchronisation cost to them.
         with threadpool_limits(limits=1, user_api="blas"):
-            V, stopped, active_floor = self._solve(X, strata, bandwidth_rows, sigma, tau, seeds, d)
+            V, outcome, active_floor, relaxed = self._solve(
+                X, strata, bandwidth_rows, sigma, tau, seeds, d
+            )
         active = self.active_constraint_
         excess = self.constraint_values_[active] - self.constraint_allowances_[active]
-        self.converged_ = bool(stopped and excess <= tau)
+        self.converged_ = bool(outcome in _STOPPED and excess <= tau)
         self._log(
-            f"finished after {self.n_iter_} outer iterations: exact MMD² "
+            f"finished after {self.n_iter_} outer iterations ({outcome}): exact MMD² "
             f"{self.constraint_value_:.3g}, active constraint {active} (tau {tau:g}), "
             f"converged={self.converged_}"
         )
-        if not self.converged_:
-            reason = (
-                f"the MMD² of {active} exceeds tau={tau:g} by {excess - tau:.3g}"
-                if excess > tau
-                else "the REPMS stopping rule (||V_k+1 - V_k|| <= 1e-6) was not met"
-            )
-            if excess > tau and active_floor > tau:
-                reason += (
-                    f" (a random split of the same rows would show about "
-                    f"{active_floor:.3g}: raise min_group_size above its group's rows "
-                    "to hold it only above that floor)"
-                )
-            advice = "Increase max_iter or tau."
-            steps = self.history_["step"][-_STALLED_ITERATIONS:]
-            if len(steps) == _STALLED_ITERATIONS and not steps.any():
-                reason += (
-                    f", and the last {_STALLED_ITERATIONS} outer iterations could not move "
-                    "while the penalty grew"
-                )
-                advice = "This tau may be out of reach for these groups: increase it."
+        if relaxed:
             warn(
-                f"MMDFairPCA did not converge in {self.n_iter_} outer iterations "
-                f"(max_iter={self.max_iter}): {reason}. {advice}",
+                f"MMDFairPCA: the MMD² of {', '.join(relaxed)} levelled off above tau={tau:g} "
+                "but each within tau of its sampling floor (what a random split of the same "
+                "rows shows): judged against that floor, as groups under min_group_size are "
+                "(constraint_allowances_).",
+                UserWarning,
+            )
+        if not self.converged_:
+            rho = float(self.history_["rho"][-1]) if self.n_iter_ else 0.0
+            reason = _nonconvergence_reason(
+                outcome, active, excess, active_floor, tau, rho, self.max_iter
+            )
+            warn(
+                f"MMDFairPCA did not converge in {self.n_iter_} outer iterations: {reason}",
                 ConvergenceWarning,
             )
         return V.T, None
 
     def _solve(self, X, strata, bandwidth_rows, sigma, tau, seeds, d):
-        """Bandwidth, MMD² evaluator, start and REPMS; return ``(V, stopped, floor)``.
+        """Bandwidth, MMD² evaluator, start and REPMS; return ``(V, outcome, floor, relaxed)``.
 
         ``strata`` hold the (subsampled) rows of the MMD² terms, ``bandwidth_rows``
         those of the median heuristic (None with a given bandwidth); ``d`` is the
@@ -777,7 +805,7 @@ class MMDFairPCA(FairPCABase):
 
         variance_pca, pen_pca, h_pca, _, _ = objective.terms(V_pca)
         if h_pca <= tau:
-            V, self.n_iter_, stopped = V_pca, 0, True
+            V, self.n_iter_, outcome = V_pca, 0, "met"
             self.history_ = _history([])
             self._log(f"PCA is already fair (MMD² {h_pca:.3g} <= tau {tau:g}).")
         else:
@@ -790,7 +818,7 @@ class MMDFairPCA(FairPCABase):
             if self.init == "pca" and not start_from_pca:
                 self._log("The top d loadings span the data: starting as init='random'.")
             V0 = V_pca if start_from_pca else self._random_start(objective, seeds[3], d)
-            V, stopped, self.n_iter_, records = _repms(
+            V, outcome, self.n_iter_, records = _repms(
                 objective, V0, 1.0 / pen_pca, tau, self.max_iter, self._log
             )
             self.history_ = _history(records)
@@ -799,6 +827,10 @@ class MMDFairPCA(FairPCABase):
         else:
             rows = _subsample(fit_strata, CERTIFY_MAX_ROWS, np.random.RandomState(seeds[4]))
             labels, values, allowances, floors = _Penalty(rows, bandwidth, "exact").report(V)
+        relaxed = []
+        if outcome == "levelled":
+            allowances, newly = _levelled_allowances(values, allowances, floors, tau)
+            relaxed = [label for label, new in zip(labels, newly, strict=True) if new]
         self.constraint_values_ = dict(zip(labels, values.tolist(), strict=True))
         self.constraint_allowances_ = dict(zip(labels, allowances.tolist(), strict=True))
         active = int(np.argmax(values - allowances))
@@ -807,7 +839,7 @@ class MMDFairPCA(FairPCABase):
         self.constraint_value_ = float(values.max())
         if basis is not None:
             V = basis @ V
-        return V, stopped, float(floors[active])
+        return V, outcome, float(floors[active]), relaxed
 
     def _warn_small_groups(self, strata, tau):
         """Name the groups under ``min_group_size`` and how their constraints are judged."""
@@ -831,7 +863,9 @@ class MMDFairPCA(FairPCABase):
             )
 
     def _log(self, message):
-        (logger.info if self.verbose else logger.debug)(message)
+        # INFO always: progress inside long fits reaches whoever listens on the "fairpca"
+        # logger (fairpca compare); verbose=True prints it (FairPCABase.verbose_output).
+        logger.info(message)
 
     def _random_start(self, objective, seed, d):
         """The authors' start: best of 11 random points by variance, then MMD² minimised."""
@@ -867,6 +901,50 @@ def _history(records):
         key: np.asarray(col, dtype=int if key == "inner_iterations" else float)
         for key, col in zip(keys, columns, strict=True)
     }
+
+
+#: Outcomes of :func:`_repms` in which its stopping rule was met.
+_STOPPED = ("met", "levelled", "stuck")
+
+
+def _levelled_allowances(values, allowances, floors, tau):
+    """Allowances once REPMS has levelled off: ``(allowances, newly relaxed mask)``.
+
+    A constraint still above ``tau`` whose MMD² ``h`` is within ``tau`` of its
+    sampling floor ``F`` (``h - F <= tau``, ``F`` what a random split of the
+    same rows shows on average) gets the allowance ``F``: the projected groups
+    differ no more than random groups of their sizes would, and REPMS has
+    stopped at a stationary point of the violation, so no nearby projection
+    is fairer. The rule of the constraints under ``min_group_size``, applied
+    where the data, not the group size alone, put ``tau`` below the floor.
+    """
+    newly = (values - allowances > tau) & (values - floors <= tau)
+    return np.where(newly, floors, allowances), newly
+
+
+def _nonconvergence_reason(outcome, active, excess, floor, tau, rho, max_iter):
+    """Why the fit did not converge (``outcome`` of :func:`_repms`) and what to change."""
+    if excess <= tau:
+        return (
+            f"the REPMS stopping rule (||V_k+1 - V_k|| <= {_STEP_MIN:g}) was not met in "
+            f"max_iter={max_iter}. Increase max_iter."
+        )
+    above = f"the MMD² of {active} exceeds tau={tau:g} by {excess - tau:.3g}"
+    if floor > tau:
+        above += f" (a random split of the same rows shows about {floor:.3g})"
+    if outcome == "levelled":
+        return (
+            f"{above} and stopped falling as rho grew to {rho:.3g} (a local minimum of the "
+            "constraint violation). Increase tau."
+        )
+    if outcome == "capped":
+        return f"{above} with rho at its cap {_RHO_MAX:g}. Increase tau."
+    if outcome == "stalled":
+        return (
+            f"{above}, and the last {_STALLED_ITERATIONS} outer iterations could not move while "
+            "the penalty grew. This tau may be out of reach for these groups: increase it."
+        )
+    return f"{above} after max_iter={max_iter}. Increase max_iter or tau."
 
 
 def _cheaper_method(strata, d, n_frequencies, tau):
