@@ -1,13 +1,26 @@
-"""Record every estimator's fitted projection on fixed problems (the refactoring anchor).
+"""Record every estimator's fitted projection and answer on fixed problems (the regression anchor).
 
-Run once, on the code before a refactoring, to write ``projections.npz`` beside
-this file; ``test_recorded_projections.py`` then checks that the current code
-gives the same projection matrices to 1e-10. Re-record only for an intended
-change of results, and say so in the commit message.
+Writes two files beside this one:
+
+- ``projections.npz``: each fit's projection matrix ``C^T diag(scales) C`` and mean. These
+  are one machine's floating-point results: ``test_recorded_projections.py`` compares them
+  to 1e-10 only as a check of *identical code paths*, and only on the platform recorded in
+- ``recording.json``: that platform (machine, BLAS library, its kernels and thread count,
+  the versions of Python and the numerical libraries), the commit recorded, and each fit's
+  *answer* at the level its solver guarantees (certified optimal-value intervals for the
+  convex problems, values at fixed starts for the non-convex ones). The answer-level checks
+  run on every machine.
+
+Re-record only for an intended change of results or to move the identical-path check to
+another platform, and say which in the commit message:
 
     python tests/regression/record_projections.py
 """
 
+import json
+import platform
+import subprocess
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +29,7 @@ from fairpca import ConvexFairPCA, MinMaxLossFairPCA, MMDFairPCA, ParetoFairPCA,
 from fairpca.datasets import make_gaussian_groups, make_mmd_synthetic1
 
 OUT = Path(__file__).with_name("projections.npz")
+RECORDING = Path(__file__).with_name("recording.json")
 
 
 def problems():
@@ -55,10 +69,89 @@ def key(problem, method):
     return f"{problem}__{method}"
 
 
-def record():
-    import warnings
+def fingerprint():
+    """What floating-point results depend on besides the code: platform, BLAS, versions."""
+    import importlib
+    from importlib.metadata import PackageNotFoundError, version
 
-    arrays = {}
+    from threadpoolctl import threadpool_info
+
+    # Load every library that brings its own BLAS, so that the list does not depend on
+    # which fits ran before.
+    for module in ("scipy.linalg", "scs", "clarabel", "cvxpy"):
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            pass
+
+    versions = {}
+    for package in ("numpy", "scipy", "scikit-learn", "cvxpy", "scs", "clarabel"):
+        try:
+            versions[package] = version(package)
+        except PackageNotFoundError:
+            versions[package] = None
+    blas = sorted(
+        (
+            f"{info.get('internal_api')} {info.get('version')} "
+            f"{info.get('architecture')} threads={info.get('num_threads')}"
+        )
+        for info in threadpool_info()
+        if info.get("user_api") == "blas"
+    )
+    return {
+        "machine": platform.machine(),
+        "system": platform.system(),
+        "python": platform.python_version(),
+        "versions": versions,
+        "blas": blas,
+    }
+
+
+def answers(X, s, method):
+    """The fit's answer at the level its solver guarantees (see test_recorded_projections.py)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if method == "MinMaxLossFairPCA":
+            # The relaxation's optimum, certified: between the dual value g(w) and the
+            # primal value of the fractional solution.
+            est = MinMaxLossFairPCA(n_components=2, rounding="lp", tol=1e-10, max_iter=1000)
+            est.fit(X, sensitive_features=s)
+            assert est.converged_
+            return {
+                "optimum": [float(est.relaxed_objective_ - est.gap_), float(est.relaxed_objective_)]
+            }
+        if method == "ConvexFairPCA":
+            # The SDP's optimum, certified by the ADMM solver's duality gap.
+            est = ConvexFairPCA(n_components=2, tol=1e-9, max_iter=100_000)
+            est.fit(X, sensitive_features=s)
+            assert est.converged_
+            return {"optimum": [float(est.objective_), float(est.objective_ + est.duality_gap_)]}
+        est = estimators()[method].fit(X, sensitive_features=s)
+        if method == "RobustFairPCA":
+            return {"objective": float(est.objective_)}
+        if method == "ParetoFairPCA":
+            return {
+                "converged": bool(est.converged_),
+                "objectives": [float(v) for v in est.history_["objectives"][-1]],
+            }
+        return {"converged": bool(est.converged_)}
+
+
+def _commit():
+    try:
+        return subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=Path(__file__).parent,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
+def record():
+    arrays, recorded = {}, {}
     for pname, (X, s) in problems().items():
         for mname, est in estimators().items():
             with warnings.catch_warnings():
@@ -66,10 +159,14 @@ def record():
                 est.fit(X, sensitive_features=s)
             arrays[key(pname, mname)] = projection(est)
             arrays[key(pname, mname) + "__mean"] = est.mean_
+            recorded[key(pname, mname)] = answers(X, s, mname)
     np.savez_compressed(OUT, **arrays)
+    document = {"commit": _commit(), "platform": fingerprint(), "answers": recorded}
+    RECORDING.write_text(json.dumps(document, indent=2, default=float) + "\n")
     return arrays
 
 
 if __name__ == "__main__":
     for name, value in record().items():
         print(name, value.shape)
+    print("platform and answers:", RECORDING)
