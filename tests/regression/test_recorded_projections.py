@@ -58,18 +58,13 @@ from record_projections import (
     projection,
 )
 
+from answers import MMD_SUBSPACE_TOL, NONCONVEX_RTOL, intervals_meet
 from fairpca import ConvexFairPCA
 
 RECORDED = np.load(OUT)
 RECORDING_DATA = json.loads(RECORDING.read_text())
 ANSWERS = RECORDING_DATA["answers"]
 PROBLEMS = problems()
-
-#: REPMS's step rule: it stops when ||V_{k+1} - V_k||_F <= d_min = 1e-6 (mmd._STEP_MIN).
-MMD_SUBSPACE_TOL = 10 * 1e-6
-
-#: Non-convex methods without a certificate: the value reached from the fixed starts.
-NONCONVEX_RTOL = 1e-6
 
 
 def _fit(est, X, s):
@@ -86,12 +81,6 @@ def _platform_difference():
         if recorded.get(name) != here.get(name):
             differences.append(f"{name}: recorded {recorded.get(name)!r}, here {here.get(name)!r}")
     return "; ".join(differences)
-
-
-def _meets(interval, other, scale):
-    """Whether two certified intervals of one optimal value overlap (up to rounding)."""
-    slack = 1e-12 * max(1.0, abs(scale))
-    return interval[0] <= other[1] + slack and other[0] <= interval[1] + slack
 
 
 @pytest.mark.parametrize("problem", list(PROBLEMS))
@@ -120,7 +109,7 @@ def test_answer_matches_the_recorded_one(problem, method):
     if method == "MinMaxLossFairPCA":
         assert est.converged_
         interval = (est.relaxed_objective_ - est.gap_, est.relaxed_objective_)
-        assert _meets(interval, answer["optimum"], est.relaxed_objective_)
+        assert intervals_meet(interval, answer["optimum"])
         # Extreme-point rounding: the returned map is no worse than the relaxation.
         assert est.objective_ <= est.relaxed_objective_ + 1e-12 * abs(est.relaxed_objective_)
     elif method == "ConvexFairPCA":
@@ -166,6 +155,6 @@ def test_convex_default_admm_solver_matches_the_recorded_scs_fit(problem):
     est = _fit(ConvexFairPCA(n_components=2), X, s)
     assert est.solver == "ADMM" and est.converged_
     interval = (est.objective_, est.objective_ + est.duality_gap_)
-    assert _meets(interval, ANSWERS[key(problem, "ConvexFairPCA")]["optimum"], est.objective_)
+    assert intervals_meet(interval, ANSWERS[key(problem, "ConvexFairPCA")]["optimum"])
     recorded = RECORDED[key(problem, "ConvexFairPCA")]
     assert np.abs(projection(est) - recorded).max() <= 1e-3
