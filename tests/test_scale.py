@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from sklearn.decomposition import PCA
 
+from answers import assert_same_answer
 from fairpca import (
     ConvexFairPCA,
     FairPCABase,
@@ -56,15 +57,18 @@ def _projection(est):
 
 
 def _assert_same_fit(est, ref):
-    """``est`` equals the in-memory ``ref`` to ``RTOL`` relative."""
+    """``est`` equals the in-memory ``ref``: the moments to rounding, so a direct solver's
+    projection to ``RTOL`` relative, an iterative solver's answer at the level its stopping
+    rule guarantees (``answers.assert_same_answer``), not at one machine's rounding."""
     np.testing.assert_allclose(est.mean_, ref.mean_, rtol=RTOL, atol=RTOL * np.abs(ref.mean_).max())
-    np.testing.assert_allclose(_projection(est), _projection(ref), rtol=0, atol=RTOL)
     np.testing.assert_array_equal(est.groups_, ref.groups_)
     np.testing.assert_array_equal(est.group_counts_, ref.group_counts_)
-    np.testing.assert_allclose(
-        est.explained_variance_ratio_.sum(), ref.explained_variance_ratio_.sum(), rtol=RTOL
-    )
-    if np.allclose(ref.component_scales_, 1.0) and not isinstance(ref, MinMaxLossFairPCA):
+    assert_same_answer(est, ref, direct_tol=RTOL)
+    if isinstance(ref, MeanMatchingFairPCA):
+        np.testing.assert_allclose(_projection(est), _projection(ref), rtol=0, atol=RTOL)
+        np.testing.assert_allclose(
+            est.explained_variance_ratio_.sum(), ref.explained_variance_ratio_.sum(), rtol=RTOL
+        )
         # Unique basis (sorted, sign-fixed): the rows themselves must agree.
         np.testing.assert_allclose(est.components_, ref.components_, rtol=0, atol=RTOL)
         np.testing.assert_allclose(est.explained_variance_, ref.explained_variance_, rtol=RTOL)
