@@ -317,8 +317,23 @@ def test_tradeoff_writes_csv_plots_and_one_html_report(csv_file, tmp_path):
     assert result.exit_code == 2 and "need a binary target" in result.output
 
 
+#: The cheapest method to fit: enough for a test of a mechanism (staging, progress).
+_ONE_METHOD = ["--methods", "MeanMatchingFairPCA"]
+
+
+@pytest.mark.parametrize(
+    "methods",
+    [
+        pytest.param(_ONE_METHOD, id="one_method"),
+        pytest.param([], id="all", marks=pytest.mark.slow),
+    ],
+)
 @pytest.mark.parametrize("command", ["compare", "tradeoff"])
-def test_failure_while_writing_leaves_no_partial_output(command, csv_file, tmp_path, monkeypatch):
+def test_failure_while_writing_leaves_no_partial_output(
+    command, methods, csv_file, tmp_path, monkeypatch
+):
+    # The staging of the output folder does not depend on the methods: one cheap method
+    # checks it in the fast loop, every method (as a user runs it) in the slow one.
     path, _ = csv_file
     out = tmp_path / "out"
 
@@ -326,7 +341,7 @@ def test_failure_while_writing_leaves_no_partial_output(command, csv_file, tmp_p
         raise OSError("disk full (injected by the test)")
 
     monkeypatch.setattr("fairpca._html.html_report", broken_report)
-    args = [command, "--data", str(path), "--sensitive", "sex", "--target", "label"]
+    args = [command, "--data", str(path), "--sensitive", "sex", "--target", "label", *methods]
     if command == "tradeoff":
         args += ["--n-bootstrap", "5", "--metric", "reconstruction_error_gap"]
     result = CliRunner().invoke(cli, [*args, "--output", str(out)])
