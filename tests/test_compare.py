@@ -322,3 +322,14 @@ def test_solver_progress_lines_reach_the_progress_callback(monkeypatch, data, bu
     assert not any("not progress" in m for m in messages)
     # The handler is gone afterwards: nothing is attached to the package logger.
     assert logging.getLogger("fairpca").handlers == []
+
+
+def test_cli_shows_a_warning_repeated_by_the_refits_once(monkeypatch, tmp_path):
+    _use_methods(monkeypatch, [_Warns])
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")  # even so, a repeated line is shown once
+        result = CliRunner().invoke(cli, ["compare", "-d", "2", "--output", str(tmp_path / "o")])
+    assert result.exit_code == 0, result.output
+    # Fitted at d = 2 and refitted at four other d for the plot against d.
+    assert result.output.count("_Warns (d = ") == 8
+    assert result.output.count("ConvergenceWarning: stopped early (tolerance 0.1)\n") == 1

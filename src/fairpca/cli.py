@@ -359,12 +359,27 @@ def _data_options(command):
 @click.version_option(package_name="fairpca")
 def cli():
     """Fair principal component analysis: compare methods and audit projections."""
-    # One plain line per warning: the category and the message, no library source.
+    # One plain line per warning: the category and the message, no library source;
+    # a message repeated (by the refits at other d, say) is shown once.
     warnings.formatwarning = _one_line_warning
+    warnings.showwarning = _show_once
+    _SHOWN.clear()
 
 
 def _one_line_warning(message, category, filename, lineno, line=None):
     return f"{category.__name__}: {message}\n"
+
+
+#: The warning lines this command has shown (the ``once`` filter cannot do this: every
+#: ``catch_warnings`` block inside a fit resets its registry).
+_SHOWN = set()
+
+
+def _show_once(message, category, filename, lineno, file=None, line=None):
+    text = _one_line_warning(message, category, filename, lineno)
+    if text not in _SHOWN:
+        _SHOWN.add(text)
+        (file or sys.stderr).write(text)
 
 
 @cli.command()
