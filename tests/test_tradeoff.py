@@ -222,3 +222,24 @@ def test_default_grid_names_every_method_knob():
         cls = getattr(fairpca, name)
         assert set(grid) <= set(cls().get_params()), name
     assert list(itertools.chain(*DEFAULT_GRIDS["MeanMatchingFairPCA"].values()))[-1] == np.inf
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_downstream_gaps_equal_fairlearns(seed):
+    import fairlearn.metrics as flm
+
+    from fairpca.tradeoff import _DOWNSTREAM, _downstream
+
+    rng = np.random.default_rng(seed)
+    n, k = 300, 2 + seed
+    codes = rng.integers(0, k, n)
+    y = rng.integers(0, 2, n)
+    predicted = (rng.random(n) < 0.2 + 0.15 * codes).astype(int)
+    for metric in _DOWNSTREAM:
+        expected = getattr(flm, metric)(y, predicted, sensitive_features=codes)
+        assert _downstream(y, predicted, codes, metric) == pytest.approx(expected, abs=1e-12)
+    # A group without positives: the rates it needs are undefined.
+    y[codes == 0] = 0
+    assert np.isnan(_downstream(y, predicted, codes, "equal_opportunity_difference"))
+    assert np.isnan(_downstream(y, predicted, codes, "equalized_odds_difference"))
+    assert np.isfinite(_downstream(y, predicted, codes, "demographic_parity_difference"))

@@ -267,12 +267,16 @@ class FitOutcome:
         One line: why it is not fitted ("" when it is).
     seconds : float
         Wall-clock seconds the fit took (also when it failed).
+    cpu_seconds : float
+        CPU seconds of this process during the fit, every thread counted (NaN
+        when the fit ran in a child process under a time budget).
     """
 
     status: Literal["fitted", "failed", "stopped", "unavailable"]
     estimator: Any = None
     reason: str = ""
     seconds: float = float("nan")
+    cpu_seconds: float = float("nan")
 
 
 class _ForwardToProgress(logging.Handler):
@@ -315,8 +319,13 @@ def fit_method(
     ``progress`` receives the solvers' own progress lines during the fit,
     prefixed with ``label``. ``KeyboardInterrupt`` is not caught.
     """
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     args = (estimator, split.X_train, split.s_train, split.y_train)
+
+    def outcome(status, **kwargs):
+        cpu = time.process_time() - cpu_start if time_budget is None else float("nan")
+        return FitOutcome(status, seconds=time.perf_counter() - start, cpu_seconds=cpu, **kwargs)
+
     try:
         if time_budget is None:
             with _solver_progress(progress, label):
@@ -325,14 +334,12 @@ def fit_method(
             forward = None if progress is None else (lambda line: progress(f"{label} {line}"))
             fitted = _fit_with_budget(*args, time_budget, forward)
     except (ImportError, DataTooWideError) as exc:
-        return FitOutcome("unavailable", reason=str(exc), seconds=time.perf_counter() - start)
+        return outcome("unavailable", reason=str(exc))
     except Exception as exc:  # noqa: BLE001 - one method's failure never ends the comparison
-        return FitOutcome("failed", reason=failure_reason(exc), seconds=time.perf_counter() - start)
-    seconds = time.perf_counter() - start
+        return outcome("failed", reason=failure_reason(exc))
     if fitted is None:
-        reason = f"stopped at the time budget of {time_budget:g} s"
-        return FitOutcome("stopped", reason=reason, seconds=seconds)
-    return FitOutcome("fitted", estimator=fitted, seconds=seconds)
+        return outcome("stopped", reason=f"stopped at the time budget of {time_budget:g} s")
+    return outcome("fitted", estimator=fitted)
 
 
 def _fit_all(split, n_components, random_state, time_budget, progress, *, refit=False, names=None):
@@ -352,7 +359,8 @@ def _fit_all(split, n_components, random_state, time_budget, progress, *, refit=
         outcomes[name] = outcome
         if progress is not None:
             message = {
-                "fitted": f"done in {outcome.seconds:.2f} s",
+                "fitted": f"done in {outcome.seconds:.2f} s"
+                + ("" if np.isnan(outcome.cpu_seconds) else f" ({outcome.cpu_seconds:.2f} s CPU)"),
                 "failed": f"FAILED after {outcome.seconds:.2f} s ({outcome.reason})",
                 "stopped": outcome.reason,
                 "unavailable": f"not available ({outcome.reason})",
