@@ -203,6 +203,7 @@ def _ring_groups(n, seed):
     return X, s, y
 
 
+@pytest.mark.slow  # exact and approximate fits and SVMs on 5000 rows
 def test_approx_svm_parity_gap_no_worse_than_exact_at_5000_rows():
     X, s, y = _ring_groups(10000, seed=0)
     train, test = slice(0, 5000), slice(5000, None)

@@ -13,7 +13,16 @@ def psd(p, seed, decay=0.98):
 
 
 @pytest.mark.parametrize("solver", [top_eigh, top_eigh_fast])
-@pytest.mark.parametrize("p, n", [(6, 6), (20, 3), (40, 5), (600, 5), (600, 100)])
+@pytest.mark.parametrize(
+    "p, n",
+    [
+        (6, 6),
+        (20, 3),
+        (40, 5),
+        pytest.param(600, 5, marks=pytest.mark.slow),  # Lanczos at its real size (below: 160)
+        pytest.param(600, 100, marks=pytest.mark.slow),
+    ],
+)
 def test_top_eigenpairs_match_numpy(solver, p, n):
     M = psd(p, p + n)
     expected = np.linalg.eigvalsh(M)[::-1][:n]
@@ -22,6 +31,15 @@ def test_top_eigenpairs_match_numpy(solver, p, n):
     assert np.all(np.diff(values) <= 0)
     np.testing.assert_allclose(vectors.T @ vectors, np.eye(n), atol=1e-10)
     np.testing.assert_allclose(M @ vectors, vectors * values, atol=1e-10)
+
+
+def test_lanczos_path_on_a_small_matrix(monkeypatch):
+    # The Lanczos path of top_eigh_fast on the smallest input that takes it.
+    import fairpca._linalg as linalg
+
+    monkeypatch.setattr(linalg, "_LANCZOS_MIN", 100)
+    monkeypatch.setattr(linalg, "top_eigh", lambda *a, **k: pytest.fail("LAPACK path used"))
+    test_top_eigenpairs_match_numpy(linalg.top_eigh_fast, 160, 5)
 
 
 def test_lanczos_is_deterministic_and_used_on_large_matrices(monkeypatch):

@@ -1,6 +1,8 @@
 import subprocess
 import sys
 
+import pytest
+
 import fairpca
 
 OPTIONAL = ("cvxpy", "dask", "distributed", "matplotlib", "click", "fairlearn", "pandas")
@@ -34,6 +36,7 @@ def test_public_names_exist():
         assert hasattr(fairpca, name), name
 
 
+@pytest.mark.slow  # end-to-end: a Dask fit of 10^6 rows, the real data sets
 def test_readme_python_examples_run():
     import re
     from pathlib import Path

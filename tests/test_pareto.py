@@ -681,6 +681,7 @@ def least_spread_subspace(X, s, d, U0):
     return polar(result.x)
 
 
+@pytest.mark.slow
 @pytest.mark.requires_data("adult")
 def test_kamani_adult_race_training_disparity_far_below_pca():
     """Adult / race, split 0, d = 10: the fit that used to stay at PCA (0.2008 -> 0.2005).

@@ -72,7 +72,15 @@ def _fit(cls, X, s):
 _SETTINGS = settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-@pytest.mark.parametrize("cls", ESTIMATORS, ids=lambda c: c.__name__)
+@pytest.mark.parametrize(
+    "cls",
+    [
+        # MMDFairPCA: 24 REPMS fits (4-5 s); its invariances also in test_mmd_groups.py.
+        pytest.param(cls, marks=pytest.mark.slow) if cls is fairpca.MMDFairPCA else cls
+        for cls in ESTIMATORS
+    ],
+    ids=lambda c: c.__name__,
+)
 @_SETTINGS
 @given(data=grouped_data())
 def test_projection_invariances(cls, data):

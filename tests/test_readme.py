@@ -38,6 +38,7 @@ def _new_user_env(home):
     return env
 
 
+@pytest.mark.slow  # the README's command end to end: every method (progress: test_compare.py)
 def test_readme_main_command_shows_every_method(tmp_path):
     (line,) = [line for line in _bash_lines() if "fairpca compare" in line and "&&" in line]
     install, command = (part.strip() for part in line.split("&&", 1))

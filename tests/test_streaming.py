@@ -164,6 +164,7 @@ def population_solution(p, d, m, noise=0.1):
     return W, V
 
 
+@pytest.mark.slow  # 48,000 x 400 rows streamed (the cut of the stream: test below)
 def test_partial_fit_approaches_the_population_solution():
     p, d, m = 400, 3, 4
     W, V = population_solution(p, d, m)
@@ -305,8 +306,9 @@ def distance(U, V):
     "shape",
     [
         {},  # 17 columns, rank 15: the block is the whole complement of N
-        {"p": 300, "ratio": 0.99},  # 302 columns, small gaps throughout
-        {"p": 300, "ratio": 0.999, "n": 6000},  # gaps of 0.1 %
+        # 302 columns, small gaps throughout; gaps of 0.1 % (10-25 s of CPU each)
+        pytest.param({"p": 300, "ratio": 0.99}, marks=pytest.mark.slow),
+        pytest.param({"p": 300, "ratio": 0.999, "n": 6000}, marks=pytest.mark.slow),
     ],
 )
 def test_converges_at_defaults_with_small_gaps_and_matches_exact(shape):
@@ -431,11 +433,11 @@ def test_clone_pickle_and_feature_names(small):
     )
 
 
-def test_compare_on_data_too_wide_for_the_others():
+def _compare_too_wide(n_features):
     from fairpca.compare import compare_split, make_split
 
-    X, s = make_wide_groups(n_samples=80, n_features=19_000, random_state=2)
-    y = (X[:, 0] > 0).astype(int)
+    X, s = make_wide_groups(n_samples=80, n_features=n_features, random_state=2)
+    y = (np.arange(len(s)) // 2) % 2  # both classes in every group (s alternates)
     split = make_split(X, s, y, test_size=0.3, random_state=0)
     messages = []
     with warnings.catch_warnings():
@@ -446,6 +448,21 @@ def test_compare_on_data_too_wide_for_the_others():
     assert list(comparison.table.index) == ["PCA", "StreamingFairPCA"]
     assert "use fairpca.StreamingFairPCA" in comparison.unavailable["MinMaxLossFairPCA"]
     assert any("MinMaxLossFairPCA not available" in m for m in messages)
+
+
+def test_compare_routes_data_too_wide_for_the_others(monkeypatch):
+    # The routing on the smallest input: the memory limit lowered so that 200 features
+    # are "too wide" for three dense p x p moments.
+    import fairpca._validation
+
+    monkeypatch.setattr(fairpca._validation, "MAX_DENSE_MOMENT_BYTES", 3 * 8 * 200**2 - 1)
+    _compare_too_wide(200)
+
+
+@pytest.mark.slow
+def test_compare_on_data_too_wide_for_the_others():
+    # The real limit (8 GiB of moments): 19,000 features.
+    _compare_too_wide(19_000)
 
 
 def test_mmd_bandwidth_on_wide_data_uses_the_same_pca_subspace():

@@ -83,6 +83,7 @@ def test_select_returns_the_best_variance_setting_within_the_limit():
         select(curve, {"demographic_parity_difference": 0.05}, bound="lower")
 
 
+@pytest.mark.slow  # 200 trials of 200 bootstrap resamples
 def test_bootstrap_intervals_cover_the_true_gap():
     """Known Gaussian groups and a fixed projection: the gap has a closed form."""
     rng = np.random.default_rng(0)

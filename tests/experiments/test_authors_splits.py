@@ -124,6 +124,7 @@ def test_pca_on_the_authors_splits_gives_their_recorded_values(dataset):
     assert relative.max() < 1e-9
 
 
+@pytest.mark.slow
 @pytest.mark.requires_data("authors")
 def test_mmd_fair_pca_reaches_the_authors_solution_on_their_split():
     # MbF-PCA (tau = 1e-3, d = 2) on COMPAS split 0: the same local solution as the

@@ -38,6 +38,7 @@ def test_adult_preparation(adult):
     np.testing.assert_allclose(adult.X_train.mean(0), 0, atol=1e-10)
 
 
+@pytest.mark.slow  # every method on 30,162 Adult rows (COMPAS's check below is the fast one)
 @pytest.mark.requires_data("adult")
 @pytest.mark.parametrize("attributes", ["sex x race", "sex"])
 def test_held_out_groups_not_linearly_predictable(adult, attributes):
@@ -68,6 +69,7 @@ def test_held_out_race_not_linearly_predictable_on_compas_lee_protocol():
     assert report.loc["PCA", "group_balanced_accuracy"] > 0.8, report
 
 
+@pytest.mark.slow  # logistic regressions on 30,162 Adult rows
 @pytest.mark.requires_data("adult")
 def test_report_agrees_with_a_direct_computation(adult):
     """The report's PCA row, recomputed here with the groups as joined strings."""

@@ -24,6 +24,7 @@ def test_samadi_credit_matches_their_matlab_preprocessing():
     assert len(result.feature_names) == 21 and result.n_dropped == 0
 
 
+@pytest.mark.slow
 @pytest.mark.requires_data
 def test_samadi_lfw():
     result = samadi2018("lfw")

@@ -77,6 +77,7 @@ def test_vu_lfw_needs_a_seed(seed):
         vu_lfw(random_state=seed)
 
 
+@pytest.mark.slow  # three draws of 4000 resized faces (the resize itself: tests above)
 @pytest.mark.requires_data("lfw")
 def test_vu_lfw_is_4000_faces_of_24_by_24():
     X, sex = vu_lfw(random_state=0)
@@ -90,6 +91,7 @@ def test_vu_lfw_is_4000_faces_of_24_by_24():
     assert not np.array_equal(X, X_other)
 
 
+@pytest.mark.slow
 @pytest.mark.requires_data("lfw")
 def test_vu_lfw_against_the_raw_files():
     X, sex = vu_lfw(random_state=5)
@@ -114,6 +116,7 @@ def test_vu_lfw_against_the_raw_files():
     assert vertical > 0.8
 
 
+@pytest.mark.slow
 @pytest.mark.requires_data("lfw")
 def test_vu2022_lfw_split_is_stratified_and_not_standardised():
     from fairpca.experiments import vu2022
