@@ -32,6 +32,7 @@ from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_limits
 
 import fairpca._fantope_admm as admm_module
+import fairpca._fantope_prox as prox_module
 import fairpca._fantope_subspaces as subspaces_module
 from fairpca import ConvexFairPCA
 from fairpca.datasets import make_gaussian_groups, make_mmd_synthetic2
@@ -99,11 +100,11 @@ def suite_problems():
 def _assign(text):
     """``NAME=VALUE`` -> ``(module, NAME, value)`` for a constant of the solver's modules."""
     name, _, value = text.partition("=")
-    for module in (admm_module, subspaces_module):
+    for module in (admm_module, prox_module, subspaces_module):
         if hasattr(module, name):
             current = getattr(module, name)
             return module, name, type(current)(float(value))
-    raise SystemExit(f"--set: no constant {name!r} in fairpca._fantope_admm or _fantope_subspaces")
+    raise SystemExit(f"--set: no constant {name!r} in the Fantope ADMM's modules")
 
 
 def run_suite(sets):

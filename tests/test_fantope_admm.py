@@ -5,6 +5,7 @@ independent formulation of ``test_convex.py``, written from the raw rows), and
 the closed forms where there are some.
 """
 
+import logging
 import sys
 import warnings
 from pathlib import Path
@@ -15,11 +16,14 @@ import pytest
 from sklearn.exceptions import ConvergenceWarning
 
 import fairpca._fantope_admm as admm
+import fairpca._fantope_feasible as feasible
 import fairpca._fantope_subspaces as subspaces
+import fairpca.convex as convex
 from fairpca import ConvexFairPCA
 from fairpca.datasets import make_mmd_synthetic2
 
 sys.path.insert(0, str(Path(__file__).parent))
+from conftest import data_home  # noqa: E402
 from test_convex import _data, _objective_at, _oracle, _problem_data  # noqa: E402
 
 
@@ -264,3 +268,171 @@ def test_admm_on_a_lee2022_compas_split_against_clarabel():
     assert ours.objective_ == pytest.approx(reference.objective_, rel=1e-6)
     diff = np.linalg.norm(_projector(ours.components_) - _projector(reference.components_), 2)
     assert diff <= 1e-4
+
+
+# ---------------------------------------------------------------------------
+# feasible points, fall-backs and progress (issue 38)
+# ---------------------------------------------------------------------------
+
+
+def _compas_numeric():
+    """COMPAS's numeric columns as a user would pass them: imputed, standardised; race."""
+    import pandas as pd
+    from sklearn.preprocessing import StandardScaler
+
+    frame = pd.read_csv(data_home() / "compas" / "compas-scores-two-years.csv")
+    numeric = frame.select_dtypes("number").drop(columns=["id", "two_year_recid"])
+    numeric = numeric.loc[:, numeric.notna().any()]
+    numeric = numeric.fillna(numeric.median())
+    numeric = numeric.loc[:, numeric.std() > 0]
+    return StandardScaler().fit_transform(numeric.to_numpy(float)), frame["race"].to_numpy()
+
+
+def _mean_products(est, X, s):
+    """``f^T P f`` of every pairwise mean difference ``f`` at the fitted ``P``."""
+    means = np.array([X[s == g].mean(axis=0) for g in np.unique(s)])
+    diffs = np.array([means[b] - means[a] for a in range(len(means)) for b in range(a)])
+    return np.einsum("ja,ab,jb->j", diffs, est.relaxed_projection_, diffs)
+
+
+@pytest.mark.slow
+@pytest.mark.requires_data("compas")
+def test_compas_numeric_columns_in_six_groups_at_the_defaults():
+    # Issue 38: 10,000 iterations and "found no point meeting the mean constraints" (the
+    # restoration point mixed in put trace on the mean differences), then a gap of 0.2
+    # after 10,000 iterations (mean-constraint rows |g| / delta up to 27). Now about
+    # 1,500 iterations, 7 s of CPU.
+    X, s = _compas_numeric()
+    est = ConvexFairPCA(n_components=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # P*'s eigenvalues 2 and 3 tie
+        warnings.simplefilter("error", ConvergenceWarning)
+        est.fit(X, sensitive_features=s)
+    assert est.converged_ and est.n_iter_ < 5000
+    scale = max(abs(est.objective_), abs(est.objective_ + est.duality_gap_))
+    assert est.duality_gap_ <= est.tol * scale
+    assert np.all(_mean_products(est, X, s) <= est.delta**2 * (1 + 1e-9))
+    reference = ConvexFairPCA(n_components=2, solver="CLARABEL", tol=1e-9)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        reference.fit(X, sensitive_features=s)
+    # objective <= optimum <= objective + gap, with Clarabel's optimum to its accuracy.
+    slack = 1e-7 * abs(reference.objective_)
+    assert (
+        est.objective_ - slack <= reference.objective_ <= est.objective_ + est.duality_gap_ + slack
+    )
+
+
+def _random_groups(p, k, seed):
+    """``make_gaussian_groups`` data in ``k`` groups, standardised."""
+    return _data(n_features=p, n_groups=k, n_samples=40 * k, seed=seed)
+
+
+RANDOM_CASES = [
+    # (p, k, d, delta, constraints): d <= p - (k - 1) in every case. Many groups with a
+    # covariance penalty make slow problems for every first-order solver (k = 6:
+    # 5,000-8,000 ADMM iterations, SCS 66,000 or unconverged at 100,000).
+    (6, 2, 2, 0.05, "both"),
+    (8, 3, 3, 0.0, "both"),
+    (8, 4, 2, 0.02, "mean"),
+    (10, 6, 4, 0.1, "mean"),
+    pytest.param(12, 8, 2, 0.03, "mean", marks=pytest.mark.slow),  # 2,000+ iterations
+    (12, 10, 3, 0.0, "mean"),
+    (10, 10, 1, 0.05, "mean"),
+]
+
+
+@pytest.mark.parametrize(("p", "k", "d", "delta", "constraints"), RANDOM_CASES)
+def test_random_groups_fit_feasibly_within_the_gap_of_scs(p, k, d, delta, constraints):
+    X, s = _random_groups(p, k, seed=k)
+    settings = {"n_components": d, "delta": delta, "constraints": constraints}
+    est = ConvexFairPCA(**settings, tol=1e-5, max_iter=20000)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # ties of P*'s eigenvalues
+        est.fit(X, sensitive_features=s)
+    assert est.duality_gap_ is not None  # the ADMM's own answer, not the fall-back's
+    scale = max(abs(est.objective_), abs(est.objective_ + est.duality_gap_))
+    assert est.converged_ and est.duality_gap_ <= est.tol * scale
+    if delta == 0:
+        # Exact by the choice of coordinates: the projected means agree to rounding.
+        means = np.array([X[s == g].mean(axis=0) for g in range(k)]) @ est.components_.T
+        assert np.ptp(means, axis=0).max() <= 1e-10 * np.abs(X).max()
+    else:
+        assert np.all(_mean_products(est, X, s) <= delta**2 * (1 + 1e-9))
+    scs = ConvexFairPCA(**settings, solver="SCS", tol=1e-7, max_iter=100000)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        scs.fit(X, sensitive_features=s)
+    # SCS meets the constraints only to its tolerance, so its value may exceed the
+    # optimum by about that much; within that, it lies in [objective, objective + gap].
+    slack = 1e-5 * scale
+    assert est.objective_ - slack <= scs.objective_ <= est.objective_ + est.duality_gap_ + slack
+
+
+def test_restoration_near_a_full_rank_iterate_stays_off_the_mean_differences():
+    # The ADMM's iterates have full rank early on. Built in the full space, the basis of
+    # the projected iterate took arbitrary directions (the mean differences among them)
+    # for its missing rank, and the Fantope projection put trace on them: on COMPAS
+    # every certificate failed. The complement's coordinates rule that out.
+    rng = np.random.default_rng(0)
+    q, d = 9, 2
+    G = rng.standard_normal((4, q)) * 20
+    S = np.cov(rng.standard_normal((50, q)), rowvar=False)
+    restore = feasible.restoration_point(S, G, d)
+    W, _ = np.linalg.qr(rng.standard_normal((q, q)))
+    values = np.full(q, d / q)  # trace d spread over every direction
+    R, core, products = feasible._nearby_restoration(W, values, restore, G)
+    assert np.trace(core) == pytest.approx(d)
+    assert np.all(np.abs(products) <= 1e-10)
+    limits = np.ones(len(G))
+    Wf, core_f = feasible.feasible_point(W, values, restore, G, limits)
+    gW = G @ Wf
+    assert np.all(np.einsum("ja,ab,jb->j", gW, core_f, gW) <= limits * (1 + 1e-9))
+
+
+def test_unconverged_admm_falls_back_to_scs(monkeypatch):
+    X, s = _data(n_groups=3)
+    real = convex.solve_fpca_sdp
+
+    def short(S, factors, mean_vectors, d, mu, delta, tol, max_iter):
+        return real(S, factors, mean_vectors, d, mu, delta, tol, 5)
+
+    monkeypatch.setattr(convex, "solve_fpca_sdp", short)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        est = ConvexFairPCA(n_components=2, delta=0.05).fit(X, sensitive_features=s)
+    assert est.converged_ and est.solver_status_ == "optimal" and est.duality_gap_ is None
+    monkeypatch.undo()
+    admm = ConvexFairPCA(n_components=2, delta=0.05).fit(X, sensitive_features=s)
+    assert est.objective_ == pytest.approx(admm.objective_, rel=1e-4)
+
+
+@pytest.mark.parametrize("with_cvxpy", [True, False])
+def test_iteration_limit_returns_the_certified_point_with_its_gap(monkeypatch, with_cvxpy):
+    # SCS gets the same iteration limit and does not reach "optimal" either; without
+    # cvxpy the ADMM's point is returned directly. Both warn with the certified gap.
+    X, s = _data(n_groups=4)
+    if not with_cvxpy:
+        monkeypatch.setitem(sys.modules, "cvxpy", None)
+    est = ConvexFairPCA(n_components=2, delta=0.02, max_iter=10)
+    with pytest.warns(ConvergenceWarning, match=r"relative duality gap \d\.\d\de[+-]\d\d"):
+        est.fit(X, sensitive_features=s)
+    assert not est.converged_ and est.solver_status_ == "optimal_inaccurate"
+    assert est.duality_gap_ > est.tol * abs(est.objective_)
+    assert np.all(_mean_products(est, X, s) <= 0.02**2 * (1 + 1e-9))
+
+
+def test_progress_is_logged_once_per_certificate_at_most(monkeypatch, caplog):
+    X, s = _data(n_groups=3)
+    monkeypatch.setattr(admm, "_PROGRESS_SECONDS", 0.0)
+    with caplog.at_level(logging.INFO, logger="fairpca"):
+        est = ConvexFairPCA(n_components=2, delta=0.05).fit(X, sensitive_features=s)
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("ADMM iteration")]
+    assert len(lines) == est.n_iter_ // admm._CHECK_EVERY
+    assert "relative gap" in lines[-1]
+    monkeypatch.setattr(admm, "_PROGRESS_SECONDS", 3600.0)
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="fairpca"):
+        ConvexFairPCA(n_components=2, delta=0.05).fit(X, sensitive_features=s)
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("ADMM iteration")]
+    assert len(lines) == 2  # the first certificate and the converged one

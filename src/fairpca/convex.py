@@ -36,6 +36,7 @@ from scipy import sparse
 from sklearn.exceptions import ConvergenceWarning
 
 from fairpca._base import FairPCABase
+from fairpca._fantope_admm import NoFeasiblePointError
 from fairpca._fantope_subspaces import solve_fpca_sdp
 from fairpca._linalg import row_space
 from fairpca._validation import check_number
@@ -382,7 +383,10 @@ class ConvexFairPCA(FairPCABase):
         map, Anderson-accelerated (``fairpca._fantope_admm``), on
         growing subspaces beyond 120 coordinates
         (``fairpca._fantope_subspaces``), stopped on a certified duality
-        gap (``duality_gap_``). The cvxpy solvers (extra ``sdp``): SCS
+        gap (``duality_gap_``); where it does not certify ``tol`` within
+        ``max_iter`` iterations, SCS solves the SDP when cvxpy is installed, and
+        otherwise (or if SCS is not optimal either) the best certified feasible
+        point is returned with a ``ConvergenceWarning``. The cvxpy solvers (extra ``sdp``): SCS
         (first-order) and Clarabel (interior point; more accurate, but dense
         systems of order ``p^2``: use it for small ``p``, up to about 30).
     tol : float, default=1e-6
@@ -585,11 +589,27 @@ class ConvexFairPCA(FairPCABase):
         return eigenvectors[:, :d].T, None
 
     def _solve_admm(self, S, mean_vectors, factors, d, mu, delta, log):
-        """Solve by ``fairpca._fantope_subspaces.solve_fpca_sdp``; set the solver attributes."""
+        """Solve by ``fairpca._fantope_subspaces.solve_fpca_sdp``; set the solver attributes.
+
+        Where the ADMM does not certify its gap within ``max_iter`` iterations,
+        SCS (when cvxpy is installed) solves the SDP instead; if SCS does not
+        report it optimal either, the ADMM's best feasible point is returned
+        with a ``ConvergenceWarning`` stating the certified gap.
+        """
+        tol, max_iter = float(self.tol), int(self.max_iter)
         try:
-            result = solve_fpca_sdp(
-                S, factors, mean_vectors, d, mu, delta, float(self.tol), int(self.max_iter), log
-            )
+            result = solve_fpca_sdp(S, factors, mean_vectors, d, mu, delta, tol, max_iter)
+        except NoFeasiblePointError as exc:
+            # Only possible with fewer than d directions off the mean differences.
+            try:
+                _import_cvxpy()
+            except ImportError:
+                raise ValueError(
+                    f"ConvexFairPCA: {exc} (delta={delta:g}). Increase delta, use fewer "
+                    "components, or install cvxpy (pip install 'fairpca[sdp]') to let SCS try."
+                ) from exc
+            log("ConvexFairPCA: %s; solving with SCS instead", exc)
+            return self._solve_cvxpy(S, mean_vectors, factors, d, mu, delta, log, "SCS")
         except ValueError as exc:
             if not str(exc).startswith("infeasible"):
                 raise
@@ -597,23 +617,66 @@ class ConvexFairPCA(FairPCABase):
                 f"ConvexFairPCA: the ADMM solver reports the SDP infeasible ({exc}; "
                 f"delta={delta:g}). Increase delta or use fewer components."
             ) from exc
+        scale = max(abs(result.objective), abs(result.upper_bound), np.finfo(float).tiny)
+        if not result.converged:
+            fallback = self._scs_fallback(S, mean_vectors, factors, d, mu, delta, result, log)
+            if fallback is not None:
+                return fallback
         self.converged_ = result.converged
         self.solver_status_ = "optimal" if result.converged else "optimal_inaccurate"
         self.objective_ = result.objective
         self.duality_gap_ = result.gap
         self.n_iter_ = result.n_iter
         if not result.converged:
-            scale = max(abs(result.objective), abs(result.upper_bound))
             warn(
                 f"ConvexFairPCA: the ADMM solver stopped after {result.n_iter} iterations with "
-                f"relative duality gap {result.gap / scale:.2e} (tol={self.tol:g}); the "
-                "components come from this inexact solution. Increase max_iter or tol.",
+                f"relative duality gap {result.gap / scale:.2e} (tol={self.tol:g}), and no "
+                "other solver did better; the components come from this feasible but inexact "
+                "solution. Increase max_iter or tol.",
                 ConvergenceWarning,
             )
         return result.P, result.bounds
 
-    def _solve_cvxpy(self, S, mean_vectors, factors, d, mu, delta, log):
-        """Solve with cvxpy and SCS or Clarabel; set the solver attributes."""
+    def _scs_fallback(self, S, mean_vectors, factors, d, mu, delta, result, log):
+        """SCS's solution where the ADMM stopped short of ``tol``, if SCS reports it optimal.
+
+        Returns ``(P, bounds)`` with the solver attributes set, or None (cvxpy
+        missing, or SCS not optimal) to keep the ADMM's certified point.
+        """
+        try:
+            cp = _import_cvxpy()
+        except ImportError:
+            return None
+        scale = max(abs(result.objective), abs(result.upper_bound), np.finfo(float).tiny)
+        logger.info(
+            "ConvexFairPCA: the ADMM stopped after %d iterations with relative duality gap "
+            "%.2e (tol=%g); solving with SCS",
+            result.n_iter,
+            result.gap / scale,
+            self.tol,
+        )
+        try:
+            P, bounds, problem = _solve_sdp(
+                S, mean_vectors, factors, d, mu, delta, "SCS", float(self.tol),
+                int(self.max_iter), self.verbose >= 2,
+            )  # fmt: skip
+        except (RuntimeError, cp.SolverError) as exc:
+            logger.info("ConvexFairPCA: SCS failed (%s); keeping the ADMM's point", exc)
+            return None
+        log("ConvexFairPCA: SCS reports %s, %s", problem.status, _residual_summary(problem))
+        if problem.status != "optimal" or P is None:
+            return None
+        n_iter = problem.solver_stats.num_iters
+        self.converged_ = True
+        self.solver_status_ = "optimal"
+        self.objective_ = float(problem.value)
+        self.duality_gap_ = None
+        self.n_iter_ = result.n_iter + (0 if n_iter is None else int(n_iter))
+        return P, bounds
+
+    def _solve_cvxpy(self, S, mean_vectors, factors, d, mu, delta, log, solver=None):
+        """Solve with cvxpy and ``solver`` (default ``self.solver``); set the solver attributes."""
+        solver = self.solver if solver is None else solver
         P, bounds, problem = _solve_sdp(
             S,
             mean_vectors,
@@ -621,23 +684,23 @@ class ConvexFairPCA(FairPCABase):
             d,
             mu,
             delta,
-            self.solver,
+            solver,
             float(self.tol),
             int(self.max_iter),
             self.verbose >= 2,
         )
         status = problem.status
         n_iter = problem.solver_stats.num_iters
-        log("ConvexFairPCA: %s reports %s", self.solver, _residual_summary(problem))
+        log("ConvexFairPCA: %s reports %s", solver, _residual_summary(problem))
         if status in ("infeasible", "infeasible_inaccurate"):
             raise ValueError(
-                f"ConvexFairPCA: the solver {self.solver} reports the SDP {status}: no P with "
+                f"ConvexFairPCA: the solver {solver} reports the SDP {status}: no P with "
                 f"trace n_components={d} keeps every pairwise mean difference within "
                 f"delta={delta:g}. Increase delta or use fewer components."
             )
         if status not in ("optimal", "optimal_inaccurate", "user_limit") or P is None:
             raise RuntimeError(
-                f"ConvexFairPCA: the solver {self.solver} ended with status {status!r} "
+                f"ConvexFairPCA: the solver {solver} ended with status {status!r} "
                 f"and no usable solution ({_residual_summary(problem)})."
             )
         self.converged_ = status == "optimal"
@@ -647,7 +710,7 @@ class ConvexFairPCA(FairPCABase):
         self.n_iter_ = None if n_iter is None else int(n_iter)
         if not self.converged_:
             warn(
-                f"ConvexFairPCA: the solver {self.solver} stopped with status {status!r} "
+                f"ConvexFairPCA: the solver {solver} stopped with status {status!r} "
                 f"after {n_iter} iterations ({_residual_summary(problem)}; tol={self.tol:g}); "
                 "the components come from this inexact solution. Increase max_iter or tol.",
                 ConvergenceWarning,

@@ -1,0 +1,186 @@
+r"""Proximal maps of the Fantope ADMM (:mod:`fairpca._fantope_admm`).
+
+The Euclidean projection onto the Fantope
+:math:`\mathcal F_d = \{0 \preceq P \preceq I,\ \mathrm{tr}\,P = d\}` is one
+eigendecomposition and a one-dimensional search for a shift [Vu2013]_; the
+proximal map of :math:`w \|Z\|_2^2` (squared spectral norm) lowers the
+largest singular values of its argument to a common level.
+
+References
+----------
+.. [Vu2013] V. Q. Vu, J. Cho, J. Lei and K. Rohe. "Fantope Projection and
+   Selection: A near-optimal convex relaxation of sparse PCA." NeurIPS 2013.
+"""
+
+import numpy as np
+from scipy.linalg import eigh
+
+from fairpca._linalg import top_eigh
+
+__all__ = ["fantope_projection", "squared_spectral_prox"]
+
+#: Share of the spectrum above which a full eigendecomposition is cheaper than a subset.
+_FULL_SHARE = 0.3
+
+
+def _sym(A):
+    """The symmetric part ``(A + A^T) / 2``."""
+    return 0.5 * (A + A.T)
+
+
+def _gram(Y):
+    """The smaller of ``Y Y^T`` and ``Y^T Y``."""
+    return Y @ Y.T if Y.shape[0] <= Y.shape[1] else Y.T @ Y
+
+
+def _fantope_shift(values, d):
+    """The ``theta`` with ``sum_i clip(values_i - theta, 0, 1) = d``.
+
+    The left side is continuous, non-increasing and piecewise linear in
+    ``theta`` with breakpoints at ``values_i`` and ``values_i - 1``; it is
+    evaluated at every breakpoint and interpolated.
+
+    Parameters
+    ----------
+    values : ndarray of shape (r,)
+        Eigenvalues, ``r > d``.
+    d : int
+
+    Returns
+    -------
+    theta : float
+    """
+    breaks = np.sort(np.concatenate((values, values - 1.0)))
+    mass = np.clip(values[None, :] - breaks[:, None], 0.0, 1.0).sum(axis=1)
+    # mass decreases along breaks; np.interp wants increasing abscissae.
+    return float(np.interp(d, mass[::-1], breaks[::-1]))
+
+
+def _leading_eigh(A, r):
+    """The ``r`` largest eigenpairs of the symmetric ``A``, largest first.
+
+    All of them when ``r`` is a large share of the size: a full decomposition
+    is then cheaper than LAPACK's subset driver.
+    """
+    if r >= _FULL_SHARE * A.shape[0]:
+        values, vectors = eigh(A, driver="evd", check_finite=False)
+        return values[::-1], vectors[:, ::-1]
+    return top_eigh(A, r)
+
+
+def fantope_projection(A, d, rank=None):
+    """Euclidean projection of a symmetric matrix onto the Fantope ``F_d``.
+
+    With ``A = W diag(a) W^T``, the projection is ``W diag(clip(a - theta, 0, 1)) W^T``
+    with ``theta`` such that the trace is ``d`` [Vu2013]_. Only eigenvalues
+    above ``theta`` matter, so the top ``rank`` eigenpairs are computed, and
+    more only if the smallest of them is still above ``theta``.
+
+    Parameters
+    ----------
+    A : ndarray of shape (q, q)
+        Symmetric matrix, ``q >= d``.
+    d : int
+        Trace of the projection.
+    rank : int, optional
+        How many eigenpairs to try first (default ``2 d + 2``).
+
+    Returns
+    -------
+    vectors : ndarray of shape (q, r)
+        Orthonormal eigenvectors of the projection's non-zero eigenvalues.
+    values : ndarray of shape (r,)
+        Those eigenvalues, in ``(0, 1]``.
+    """
+    q = A.shape[0]
+    if q == d:
+        return np.eye(q), np.ones(q)
+    r = min(q, max(d + 1, 2 * d + 2 if rank is None else rank))
+    while True:
+        a, W = _leading_eigh(A, r)
+        r = a.size
+        theta = _fantope_shift(a, d)
+        # Eigenvalues not computed are below a[-1]; at or below theta they contribute nothing.
+        if r == q or a[-1] <= theta:
+            break
+        r = min(q, 2 * r)
+    values = np.clip(a - theta, 0.0, 1.0)
+    keep = values > 0
+    return W[:, keep], values[keep]
+
+
+def _clip_level(sigma, weight):
+    """Level ``c`` to which ``argmin weight ||Z||_2^2 + ||Z - Y||_F^2 / 2`` clips ``sigma``.
+
+    The optimal singular values are ``min(sigma_i, c)`` with
+    ``2 weight c = sum_i (sigma_i - c)_+``.
+
+    Parameters
+    ----------
+    sigma : ndarray of shape (r,)
+        The largest singular values of ``Y``, decreasing.
+    weight : float
+        ``mu / rho > 0``.
+
+    Returns
+    -------
+    level : float
+    n_clipped : int
+        How many of ``sigma`` exceed ``level``; ``len(sigma)`` means the
+        level is not determined by these values alone (more are needed)
+        unless they are all the singular values.
+    """
+    partial = np.cumsum(sigma)
+    k = np.arange(1, sigma.size + 1)
+    levels = partial / (k + 2.0 * weight)
+    below = np.append(sigma[1:], 0.0)
+    valid = np.flatnonzero(below <= levels)
+    if valid.size == 0:
+        return float(levels[-1]), sigma.size
+    first = int(valid[0])
+    return float(levels[first]), first + 1
+
+
+def squared_spectral_prox(Y, weight, rank=4):
+    """Proximal map of ``weight ||.||_2^2`` (squared spectral norm) at ``Y``.
+
+    ``argmin_Z weight ||Z||_2^2 + ||Z - Y||_F^2 / 2``: the singular values of
+    ``Y`` above a level ``c`` are lowered to ``c``. Only the top singular
+    triplets are computed, from the smaller Gram matrix of ``Y``.
+
+    Parameters
+    ----------
+    Y : ndarray of shape (m, q)
+    weight : float
+        ``> 0``.
+    rank : int, default=4
+        How many singular values to try first.
+
+    Returns
+    -------
+    Z : ndarray of shape (m, q)
+    n_clipped : int
+        Singular values lowered (a good first ``rank`` for the next call).
+    removed : float
+        ``||Y - Z||_*``: the sum of the amounts ``sigma_i - c`` taken off.
+    """
+    wide = Y.shape[0] <= Y.shape[1]
+    gram = _gram(Y)
+    size = gram.shape[0]
+    r = min(size, max(1, rank))
+    while True:
+        values, vectors = _leading_eigh(gram, r)
+        r = values.size
+        sigma = np.sqrt(np.clip(values, 0.0, None))
+        level, k = _clip_level(sigma, weight)
+        if k < r or r == size:
+            break
+        r = min(size, 2 * r)
+    if k == 0 or sigma[0] <= 0:
+        return Y.copy(), 0, 0.0
+    shrink = 1.0 - level / sigma[:k]
+    U = vectors[:, :k]
+    removed = float(np.sum(sigma[:k] - level))
+    if wide:
+        return Y - (U * shrink) @ (U.T @ Y), k, removed
+    return Y - (Y @ U) * shrink @ U.T, k, removed
