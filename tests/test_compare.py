@@ -333,3 +333,58 @@ def test_cli_shows_a_warning_repeated_by_the_refits_once(monkeypatch, tmp_path):
     # Fitted at d = 2 and refitted at four other d for the plot against d.
     assert result.output.count("_Warns (d = ") == 8
     assert result.output.count("ConvergenceWarning: stopped early (tolerance 0.1)\n") == 1
+
+
+def _mixed_frame(n=600, seed=0):
+    rng = np.random.default_rng(seed)
+    s = rng.choice(["a", "b", "c"], n, p=[0.5, 0.3, 0.2])
+    frame = pd.DataFrame(
+        {
+            "x": rng.normal(size=n) + (s == "a"),
+            "z": rng.normal(size=n) * 3,
+            "kind": rng.choice([f"k{i}" for i in range(30)], n),
+            "place": rng.choice([f"p{i}" for i in range(20)], n),
+        }
+    )
+    y = (frame["x"] + rng.normal(size=n) > 0.5).astype(int).to_numpy()
+    return frame, s, y
+
+
+def test_one_hot_blocks_stay_sparse_and_compare_equals_the_dense_split():
+    import dataclasses
+
+    from scipy import sparse
+
+    from fairpca.compare import compare_split, make_split
+    from fairpca.metrics import mmd_bandwidth
+
+    frame, s, y = _mixed_frame()
+    split = make_split(frame, s, y, random_state=0)
+    assert sparse.isspmatrix_csr(split.X_train) and isinstance(split.X_test, np.ndarray)
+    assert split.X_train.nnz == 4 * split.X_train.shape[0]  # 2 numbers + 2 categories a row
+    assert "kept sparse" in split.description
+    # Scaled like StandardScaler on the dense one-hot matrix, up to the centring.
+    dense = split.X_train.toarray()
+    np.testing.assert_allclose(dense.std(axis=0), 1.0, rtol=1e-12)
+    centre = dense.mean(axis=0)
+    centred = dataclasses.replace(split, X_train=dense - centre, X_test=split.X_test - centre)
+    assert mmd_bandwidth(split.X_train, 2, random_state=0) == pytest.approx(
+        mmd_bandwidth(centred.X_train, 2, random_state=0), rel=1e-10
+    )
+    # Closed-form methods (and one that refuses sparse input, densified for it):
+    # the table is the same as on the centred dense split.
+    names = ["MeanMatchingFairPCA", "LinearErasure", "StreamingFairPCA", "MinMaxLossFairPCA"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        on_sparse = compare_split(split, methods=names, random_state=0)
+        on_dense = compare_split(centred, methods=names, random_state=0)
+    assert on_sparse.failed == {} and set(on_sparse.table.index) == {"PCA", *names}
+    columns = ["explained_variance_ratio", "reconstruction_error_gap", "max_marginal_loss"]
+    for column in columns:
+        np.testing.assert_allclose(
+            on_sparse.table[column].astype(float),
+            on_dense.table[column].astype(float),
+            rtol=1e-6,
+            atol=1e-9,
+            err_msg=column,
+        )

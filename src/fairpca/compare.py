@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike
+from scipy import sparse
 
 from fairpca._base import package_log_handler
 from fairpca._validation import DataTooWideError
@@ -160,7 +161,13 @@ def _other_fair_transformers():
 
 
 def _fit(estimator, X, s, y):
-    """Fit ``estimator``: with the groups when its ``fit`` takes them, else on ``X`` alone."""
+    """Fit ``estimator``: with the groups when its ``fit`` takes them, else on ``X`` alone.
+
+    Sparse ``X`` is densified only for an estimator whose scikit-learn tags
+    say it does not take sparse input (one that reads every row).
+    """
+    if sparse.issparse(X) and not _takes_sparse(estimator):
+        X = X.toarray()
     if "sensitive_features" not in inspect.signature(estimator.fit).parameters:
         return estimator.fit(X)
     return estimator.fit(X, y, sensitive_features=s)
@@ -175,6 +182,12 @@ class _SendProgress(logging.Handler):
 
     def emit(self, record):
         self.connection.send(("progress", record.getMessage(), []))
+
+
+def _takes_sparse(estimator):
+    from sklearn.utils import get_tags
+
+    return bool(get_tags(estimator).input_tags.sparse)
 
 
 def _fit_in_child(connection, estimator, X, s, y):
@@ -555,17 +568,18 @@ def make_split(
     train, test = train_test_split(
         np.arange(len(frame)), test_size=test_size, stratify=codes, random_state=random_state
     )
-    encoder = _encoder(frame).fit(frame.iloc[train])
-    names = [str(n).split("__", 1)[-1] for n in encoder.get_feature_names_out()]
+    X_train, X_test, names = _encode(frame, train, test)
     dropped = f", {n_dropped} rows with missing values dropped first" if n_dropped else ""
     encoded = (
         "categorical columns one-hot encoded, "
         if any(not _is_numeric(frame[c]) for c in frame.columns)
         else ""
     )
+    if sparse.issparse(X_train):
+        encoded += "the training rows kept sparse (scaled, not centred), "
     return Split(
-        X_train=encoder.transform(frame.iloc[train]),
-        X_test=encoder.transform(frame.iloc[test]),
+        X_train=X_train,
+        X_test=X_test,
         s_train=s[train],
         s_test=s[test],
         y_train=None if y is None else y[train],
@@ -622,8 +636,20 @@ def _as_frame(X, impute):
     return frame, n_dropped
 
 
-def _encoder(frame):
-    """Impute, one-hot encode the categorical columns, standardise: fitted on training rows."""
+def _encode(frame, train, test):
+    """Training and test matrices of ``frame``'s rows, and the encoded column names.
+
+    Numeric columns are imputed with the training median, text columns with
+    the most frequent training category and one-hot encoded (a category
+    unseen in training encodes as zeros), then every column is standardised
+    with the training statistics. When the one-hot blocks make the encoded
+    training matrix sparse (under 30 % non-zeros, scikit-learn's
+    ``ColumnTransformer`` rule), it stays a CSR matrix, scaled but not
+    centred, which would fill it: every method centres on its own training
+    mean, and the moment-based ones read it without densifying. The test
+    part, which the metrics read row by row, is then dense (and uncentred
+    alike).
+    """
     from sklearn.compose import ColumnTransformer
     from sklearn.impute import SimpleImputer
     from sklearn.pipeline import make_pipeline
@@ -637,10 +663,21 @@ def _encoder(frame):
     if categorical:
         one_hot = make_pipeline(
             SimpleImputer(strategy="most_frequent"),
-            OneHotEncoder(handle_unknown="ignore", sparse_output=False),
+            OneHotEncoder(handle_unknown="ignore", sparse_output=True),
         )
         parts.append(("cat", one_hot, categorical))
-    return make_pipeline(ColumnTransformer(parts), StandardScaler())
+    columns = ColumnTransformer(parts).fit(frame.iloc[train])
+    names = [str(n).split("__", 1)[-1] for n in columns.get_feature_names_out()]
+    X_train, X_test = columns.transform(frame.iloc[train]), columns.transform(frame.iloc[test])
+    if not sparse.issparse(X_train):
+        scaler = StandardScaler().fit(X_train)
+        return scaler.transform(X_train), _dense(scaler.transform(X_test)), names
+    scaler = StandardScaler(with_mean=False).fit(X_train)
+    return sparse.csr_matrix(scaler.transform(X_train)), _dense(scaler.transform(X_test)), names
+
+
+def _dense(X):
+    return X.toarray() if sparse.issparse(X) else np.asarray(X)
 
 
 #: The criterion each method optimises, as a column of the report (lower is fairer).

@@ -14,6 +14,7 @@ from numpy.typing import ArrayLike
 
 from fairpca._kernels import _bandwidth_rows, _max_pairwise_mmd2, _median_bandwidth
 from fairpca._linalg import top_eigh
+from fairpca._sparse import issparse, sparse_group_scatters
 from fairpca._validation import (
     check_data,
     check_n_components,
@@ -21,6 +22,7 @@ from fairpca._validation import (
     check_sensitive_features,
 )
 from fairpca.metrics._projection import _representation
+from fairpca.moments import _MAX_CANCELLATION
 
 if TYPE_CHECKING:
     from sklearn.base import BaseEstimator
@@ -67,9 +69,20 @@ def mmd_bandwidth(
     -------
     bandwidth : float
     """
-    X = check_data(X, "X", min_samples=2)
+    X = check_data(X, "X", min_samples=2, accept_sparse=True)
     d = check_n_components(n_components, X.shape[1])
     max_samples = check_number(max_samples, "max_samples", minimum=2)
+    if issparse(X) and X.shape[0] < X.shape[1]:
+        X = X.toarray()  # wide: n x p is no larger than the n x n Gram matrix's inputs
+    if issparse(X):
+        # The scatter from the sparse product (the moments' guarded centring), X never dense.
+        one_group = np.zeros(X.shape[0], dtype=np.intp)
+        scatter = sparse_group_scatters(
+            X, one_group, np.array([X.shape[0]]), max_cancellation=_MAX_CANCELLATION
+        )[1][0]
+        V = top_eigh(scatter, d)[1]
+        rows = _bandwidth_rows(X.shape[0], max_samples, random_state)
+        return _median_bandwidth(X[rows].toarray() @ V)
     mean = X.mean(axis=0)
     if X.shape[0] < X.shape[1]:
         # Wide data: the top right singular vectors from the n x n Gram matrix.
