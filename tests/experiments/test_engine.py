@@ -154,6 +154,8 @@ def test_missing_methods_are_shown_not_available(monkeypatch):
     assert re.search(r"\| ConvexFairPCA .*\| not available \|", result.output)
 
 
+# Worker processes (execute with n_jobs=2 alone: test_execute_reports_the_time_...).
+@pytest.mark.slow
 @pytest.mark.requires_data
 def test_parallel_units_give_the_serial_records(quick_run, tmp_path):
     _, _, _, serial = quick_run("vu2022-table1")

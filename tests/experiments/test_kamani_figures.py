@@ -136,6 +136,7 @@ def test_deo_claims_compare_the_svms_on_the_test_rows():
 # ------------------------------------------------------------ the quick run
 
 
+@pytest.mark.slow  # a reproduction's quick run end to end (run once, shared by its tests)
 @pytest.mark.requires_data("default_credit")
 def test_quick_run_records_train_and_test_rows_and_the_svm(quick_run):
     from fairpca.experiments import kamani

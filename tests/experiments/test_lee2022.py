@@ -117,6 +117,7 @@ def test_lee_adult():
     assert_train_standardised(result)
 
 
+@pytest.mark.slow  # a reproduction's quick run end to end (run once, shared by its tests)
 @pytest.mark.requires_data
 def test_lee_numbers_are_recomputed_independently(quick_run):
     _, _, table, details = quick_run("lee2022-table1")
@@ -206,6 +207,7 @@ def test_synthetic1_numbers_claims_and_figure(quick_run):
     np.testing.assert_allclose(np.abs(plotted), np.abs(expected), atol=1e-9)
 
 
+@pytest.mark.slow  # a reproduction's quick run end to end (run once, shared by its tests)
 def test_synthetic2_numbers_and_claims(quick_run):
     from fairpca.datasets import make_mmd_synthetic2
 

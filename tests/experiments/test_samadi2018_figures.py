@@ -221,6 +221,7 @@ def test_figure_has_a_figure3_and_a_figure4_panel_per_dataset():
     np.testing.assert_array_equal(line.get_ydata(), [10.0, 7.0, 4.0])
 
 
+@pytest.mark.slow  # a reproduction's quick run end to end (run once, shared by its tests)
 @pytest.mark.requires_data
 def test_quick_run_reports_figure3_claims(quick_run):
     _, _, table, details = quick_run("samadi2018-figures")
