@@ -350,6 +350,7 @@ def _mixed_frame(n=600, seed=0):
     return frame, s, y
 
 
+@pytest.mark.slow  # every method, sparse and dense (sparse fits alone: test_sparse.py)
 def test_one_hot_blocks_stay_sparse_and_compare_equals_the_dense_split():
     import dataclasses
 

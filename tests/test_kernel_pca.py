@@ -105,6 +105,7 @@ def test_linear_kernel_equals_mean_matching_fair_pca():
     assert ours.gamma_ is None
 
 
+@pytest.mark.slow  # 8 s of CPU
 def test_dense_and_arpack_eigensolvers_agree(monkeypatch):
     X, s = _data(n=1200, p=5)
     est = FairKernelPCA(n_components=3, method="exact", random_state=0)
@@ -171,6 +172,7 @@ def test_approx_group_means_equal_on_training_rows(kernel):
     np.testing.assert_allclose(est.explained_variance_, (Z**2).mean(axis=0), rtol=1e-8)
 
 
+@pytest.mark.slow  # 10 s of CPU
 def test_approx_is_reproducible_and_close_to_exact():
     X, s = _data(n=800, seed=4)
     approx = FairKernelPCA(n_components=2, method="approx", n_random_features=512, random_state=1)

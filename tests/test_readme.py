@@ -84,6 +84,7 @@ def _run_pytest(tmp_path, extra_env, *selection):
     )
 
 
+@pytest.mark.slow  # two pytest processes (7 s of CPU)
 def test_real_data_tests_skip_without_data_and_fail_when_required(tmp_path):
     selection = (
         str(ROOT / "tests" / "datasets" / "test_real.py"),

@@ -145,6 +145,7 @@ def test_solver_failure_in_fit_keeps_the_previous_fit(make, monkeypatch):
         pytest.param(
             lambda: fairpca.FairKernelPCA(n_components=2, method="approx", random_state=0),
             id="FairKernelPCA",
+            marks=pytest.mark.slow,  # 7 s of CPU; the same fault path as the others
         ),
     ],
 )

@@ -38,7 +38,7 @@ def test_adult_preparation(adult):
     np.testing.assert_allclose(adult.X_train.mean(0), 0, atol=1e-10)
 
 
-@pytest.mark.slow  # every method on 30,162 Adult rows (COMPAS's check below is the fast one)
+@pytest.mark.slow  # every method on 30,162 Adult rows
 @pytest.mark.requires_data("adult")
 @pytest.mark.parametrize("attributes", ["sex x race", "sex"])
 def test_held_out_groups_not_linearly_predictable(adult, attributes):
@@ -57,6 +57,7 @@ def test_held_out_groups_not_linearly_predictable(adult, attributes):
     assert report.loc["PCA", "train_score_gap"] > 1.0, report
 
 
+@pytest.mark.slow
 @pytest.mark.requires_data("compas")
 def test_held_out_race_not_linearly_predictable_on_compas_lee_protocol():
     from fairpca.experiments import lee2022
