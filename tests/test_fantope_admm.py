@@ -422,6 +422,27 @@ def test_iteration_limit_returns_the_certified_point_with_its_gap(monkeypatch, w
     assert np.all(_mean_products(est, X, s) <= 0.02**2 * (1 + 1e-9))
 
 
+def test_scs_fallback_is_skipped_for_an_sdp_too_large_for_it(monkeypatch):
+    # At 380 features and six groups cvxpy compiled the fallback SDP for many minutes.
+    pytest.importorskip("cvxpy")
+    X, s = _data(n_groups=4)
+    monkeypatch.setattr(convex, "_MAX_SCS_FALLBACK_SIZE", 10)
+
+    def never(*args, **kwargs):
+        raise AssertionError("SCS must not be called")
+
+    monkeypatch.setattr(convex, "_solve_sdp", never)
+    est = ConvexFairPCA(n_components=2, delta=0.02, max_iter=10)
+    with pytest.warns(ConvergenceWarning, match=r"SCS not tried: its SDP would have \d+ matrix"):
+        est.fit(X, sensitive_features=s)
+    assert not est.converged_ and est.solver_status_ == "optimal_inaccurate"
+
+
+def test_sdp_size_counts_p_and_every_lmi_block():
+    F = np.ones((3, 5))
+    assert convex._sdp_size(5, [(F, None), (F, F)]) == 25 + 3 * 64
+
+
 def test_progress_is_logged_once_per_certificate_at_most(monkeypatch, caplog):
     X, s = _data(n_groups=3)
     monkeypatch.setattr(admm, "_PROGRESS_SECONDS", 0.0)

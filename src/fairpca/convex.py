@@ -59,6 +59,17 @@ _SOLVER_OPTIONS = {
 }
 
 
+#: Largest SDP (matrix entries of P and of every LMI block) handed to SCS when the
+#: ADMM stops short of its tolerance.
+_MAX_SCS_FALLBACK_SIZE = 200_000
+
+
+def _sdp_size(q, factors):
+    """Matrix entries of the SDP in ``q`` coordinates: ``P`` and each LMI block."""
+    blocks = [q + F.shape[0] for pair in factors for F in pair if F is not None]
+    return q * q + sum(b * b for b in blocks)
+
+
 def _import_cvxpy():
     try:
         import cvxpy
@@ -618,8 +629,9 @@ class ConvexFairPCA(FairPCABase):
                 f"delta={delta:g}). Increase delta or use fewer components."
             ) from exc
         scale = max(abs(result.objective), abs(result.upper_bound), np.finfo(float).tiny)
+        note = ""
         if not result.converged:
-            fallback = self._scs_fallback(S, mean_vectors, factors, d, mu, delta, result, log)
+            fallback, note = self._scs_fallback(S, mean_vectors, factors, d, mu, delta, result, log)
             if fallback is not None:
                 return fallback
         self.converged_ = result.converged
@@ -631,8 +643,8 @@ class ConvexFairPCA(FairPCABase):
             warn(
                 f"ConvexFairPCA: the ADMM solver stopped after {result.n_iter} iterations with "
                 f"relative duality gap {result.gap / scale:.2e} (tol={self.tol:g}), and no "
-                "other solver did better; the components come from this feasible but inexact "
-                "solution. Increase max_iter or tol.",
+                f"other solver did better{'; ' + note if note else ''}; the components come "
+                "from this feasible but inexact solution. Increase max_iter or tol.",
                 ConvergenceWarning,
             )
         return result.P, result.bounds
@@ -640,13 +652,22 @@ class ConvexFairPCA(FairPCABase):
     def _scs_fallback(self, S, mean_vectors, factors, d, mu, delta, result, log):
         """SCS's solution where the ADMM stopped short of ``tol``, if SCS reports it optimal.
 
-        Returns ``(P, bounds)`` with the solver attributes set, or None (cvxpy
-        missing, or SCS not optimal) to keep the ADMM's certified point.
+        Returns ``((P, bounds), "")`` with the solver attributes set, or
+        ``(None, why)`` to keep the ADMM's certified point: cvxpy missing, SCS
+        not optimal, or an SDP larger than :data:`_MAX_SCS_FALLBACK_SIZE`
+        matrix entries, where cvxpy's compilation alone takes minutes (met at
+        380 features and six groups: 30 LMI blocks of about 400 x 400).
         """
         try:
             cp = _import_cvxpy()
         except ImportError:
-            return None
+            return None, "cvxpy (for SCS) is not installed"
+        size = _sdp_size(S.shape[0], factors)
+        if size > _MAX_SCS_FALLBACK_SIZE:
+            return None, (
+                f"SCS not tried: its SDP would have {size} matrix entries, more than "
+                f"{_MAX_SCS_FALLBACK_SIZE}"
+            )
         scale = max(abs(result.objective), abs(result.upper_bound), np.finfo(float).tiny)
         logger.info(
             "ConvexFairPCA: the ADMM stopped after %d iterations with relative duality gap "
@@ -662,17 +683,17 @@ class ConvexFairPCA(FairPCABase):
             )  # fmt: skip
         except (RuntimeError, cp.SolverError) as exc:
             logger.info("ConvexFairPCA: SCS failed (%s); keeping the ADMM's point", exc)
-            return None
+            return None, f"SCS failed ({exc})"
         log("ConvexFairPCA: SCS reports %s, %s", problem.status, _residual_summary(problem))
         if problem.status != "optimal" or P is None:
-            return None
+            return None, f"SCS reported {problem.status}"
         n_iter = problem.solver_stats.num_iters
         self.converged_ = True
         self.solver_status_ = "optimal"
         self.objective_ = float(problem.value)
         self.duality_gap_ = None
         self.n_iter_ = result.n_iter + (0 if n_iter is None else int(n_iter))
-        return P, bounds
+        return (P, bounds), ""
 
     def _solve_cvxpy(self, S, mean_vectors, factors, d, mu, delta, log, solver=None):
         """Solve with cvxpy and ``solver`` (default ``self.solver``); set the solver attributes."""
