@@ -389,3 +389,24 @@ def test_one_hot_blocks_stay_sparse_and_compare_equals_the_dense_split():
             atol=1e-9,
             err_msg=column,
         )
+
+
+class _Slowish(_Balanced):
+    def _fit_components(self, X, codes, moments, y, d):
+        time.sleep(0.5)
+        return super()._fit_components(X, codes, moments, y, d)
+
+
+def test_slow_methods_are_not_refitted_for_the_plot_against_d(monkeypatch, tmp_path):
+    _use_methods(monkeypatch, [_Slowish, _Balanced])
+    monkeypatch.setattr("fairpca.compare.REFIT_SECONDS", 0.3)
+    out = tmp_path / "report"
+    result = CliRunner().invoke(cli, ["compare", "-d", "2", "--output", str(out)])
+    assert result.exit_code == 0, result.output
+    by_d = pd.read_csv(out / "group_errors_by_d.csv")
+    assert sorted(set(by_d.loc[by_d["method"] == "_Slowish", "d"])) == [2]
+    assert sorted(set(by_d.loc[by_d["method"] == "_Balanced", "d"])) == [1, 2, 3, 4, 5]
+    assert sorted(set(by_d.loc[by_d["method"] == "PCA", "d"])) == [1, 2, 3, 4, 5]
+    assert "Not refitted at other d for the plot against d" in result.output
+    assert "_Slowish (" in (out / "comparison.md").read_text()
+    assert result.output.count("_Slowish fitting") == 1

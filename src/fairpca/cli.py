@@ -70,7 +70,7 @@ def _markdown(table, floatfmt=".4g"):
 
 def _write_outputs(comparison, output, fairness_columns, progress, source):
     from fairpca._html import html_report
-    from fairpca.compare import every_method_table, group_errors_by_d
+    from fairpca.compare import REFIT_SECONDS, every_method_table, group_errors_by_d
     from fairpca.metrics import describe_metric, metric_family
     from fairpca.plotting import (
         plot_communality,
@@ -86,7 +86,15 @@ def _write_outputs(comparison, output, fairness_columns, progress, source):
     every_method.to_csv(output / "comparison.csv", index_label="method")
     by_d = group_errors_by_d(comparison, progress=progress)
     notes = _result_notes(comparison)
-    unconverged = by_d.loc[~by_d["converged"], ["method", "d"]].drop_duplicates()
+    if by_d.attrs["not_refitted"]:
+        slow = ", ".join(f"{m} ({t:.0f} s)" for m, t in by_d.attrs["not_refitted"].items())
+        notes.append(
+            f"Not refitted at other d for the plot against d (their fit took longer than "
+            f"{REFIT_SECONDS:g} s): {slow}; they have a point at d = {comparison.n_components} "
+            "only."
+        )
+        click.echo(notes[-1], err=True)
+    unconverged = by_d.loc[~by_d["converged"].astype(bool), ["method", "d"]].drop_duplicates()
     if len(unconverged):
         refits = ", ".join(f"{m} (d = {d})" for m, d in unconverged.itertuples(index=False))
         notes.append(

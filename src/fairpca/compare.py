@@ -763,6 +763,8 @@ def noisy_groups(s_test: ArrayLike, min_rows: int = NOISY_GROUP_ROWS) -> dict[An
 
 #: Most target dimensions refitted for the per-group error against d.
 MAX_D_VALUES = 5
+#: Methods whose fit took longer (wall-clock seconds) are not refitted at other d.
+REFIT_SECONDS = 30.0
 
 
 def group_errors_by_d(comparison, *, max_d_values=MAX_D_VALUES, progress=None):
@@ -774,8 +776,11 @@ def group_errors_by_d(comparison, *, max_d_values=MAX_D_VALUES, progress=None):
     ``comparison.n_components`` its fitted estimators are reused. A method
     whose defaults are infeasible at some d (e.g. ConvexFairPCA's ``delta``),
     that is unavailable or that exceeds the comparison's time budget has no
-    point at that d. Methods that are not linear projections (FairKernelPCA,
-    LinearErasure) have no reconstruction error and are left out.
+    point at that d. Only the methods fitted at ``n_components`` within
+    :data:`REFIT_SECONDS` are refitted: the plot would otherwise multiply a
+    slow method's cost by ``max_d_values``. Methods that are not linear
+    projections (FairKernelPCA, LinearErasure) have no reconstruction error
+    and are left out.
 
     Returns
     -------
@@ -783,6 +788,8 @@ def group_errors_by_d(comparison, *, max_d_values=MAX_D_VALUES, progress=None):
         Columns ``method``, ``d``, ``group``, ``error`` (mean squared
         reconstruction error of the group's test rows) and ``converged`` (the
         fit's ``converged_``; True for closed-form methods).
+        ``attrs["not_refitted"]`` maps the methods not refitted to the
+        seconds of their fit.
     """
     import pandas as pd
 
@@ -791,6 +798,9 @@ def group_errors_by_d(comparison, *, max_d_values=MAX_D_VALUES, progress=None):
 
     split, d0 = comparison.split, comparison.n_components
     time_budget = comparison.time_budget
+    fitted = {n: o for n, o in comparison.outcomes.items() if o.status == "fitted"}
+    refitted = [n for n, o in fitted.items() if o.seconds <= REFIT_SECONDS]
+    skipped = {n: o.seconds for n, o in fitted.items() if n not in refitted and n != "PCA"}
     top = max(1, min(split.X_train.shape[1] - 1, max(d0 + 1, max_d_values)))
     dims = sorted({*range(max(1, top - max_d_values + 1), top + 1), d0})
     rows = []
@@ -809,7 +819,7 @@ def group_errors_by_d(comparison, *, max_d_values=MAX_D_VALUES, progress=None):
                 time_budget,
                 progress,
                 refit=True,
-                names=comparison.methods,
+                names=refitted,
             )
             models = {n: o.estimator for n, o in outcomes.items() if o.status == "fitted"}
         for name, est in models.items():
@@ -818,4 +828,6 @@ def group_errors_by_d(comparison, *, max_d_values=MAX_D_VALUES, progress=None):
                 rows.append(
                     {"method": name, "d": d, "group": group, "error": error, "converged": converged}
                 )
-    return pd.DataFrame(rows)
+    by_d = pd.DataFrame(rows, columns=["method", "d", "group", "error", "converged"])
+    by_d.attrs["not_refitted"] = skipped
+    return by_d
