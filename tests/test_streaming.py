@@ -57,7 +57,10 @@ def small():
 
 
 # --------------------------------------------------------------------------- exactness
-@pytest.mark.parametrize("solver", ["power", "exact"])
+@pytest.mark.parametrize(
+    "solver",
+    ["power", pytest.param("exact", marks=pytest.mark.slow)],  # exact: 6 s of CPU
+)
 def test_matches_a_from_scratch_computation(small, solver):
     X, s = small
     d, m = 3, 4
@@ -97,6 +100,7 @@ def test_p2000_power_against_exact():
     assert np.linalg.norm(top.T @ (covs[0] - covs[1]) @ top) > 2 * power_gaps[1]
 
 
+@pytest.mark.slow  # 4.5 s of CPU (two groups, power and exact: the tests above)
 def test_three_groups(small):
     X, _ = small
     s = np.arange(X.shape[0]) % 3
