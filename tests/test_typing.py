@@ -23,6 +23,7 @@ PUBLIC_MODULES = (
     "fairpca.datasets",
     "fairpca.experiments",
     "fairpca.compare",
+    "fairpca.table",
     "fairpca.plotting",
     "fairpca.tradeoff",
     "fairpca.moments",

@@ -59,8 +59,9 @@ DATE_SHARE = 0.9
 #: Share of distinct values among the non-missing ones that makes a text column an identifier.
 IDENTIFIER_SHARE = 0.95
 #: A text column with more levels than ``max(MIN_TEXT_LEVELS, TEXT_LEVEL_SHARE * rows)``
-#: is left out as high-cardinality.
+#: is left out as high-cardinality: this many levels are always allowed...
 MIN_TEXT_LEVELS = 50
+#: ...and this share of the rows, when larger.
 TEXT_LEVEL_SHARE = 0.05
 #: Default cap on the number of one-hot columns the text columns may produce.
 MAX_ENCODED_FEATURES = 1000
@@ -163,7 +164,7 @@ def read_table(
             )
     if frame[sensitive].isna().any():
         raise ValueError(f"sensitive column {sensitive!r} has missing values.")
-    groups, notes = sensitive_groups(frame[sensitive], bins)
+    groups, notes = _sensitive_groups(frame[sensitive], bins)
     y, positive = None, None
     if target is not None:
         y, positive = _binary_target(frame[target])
@@ -211,7 +212,7 @@ def _binary_target(values):
     return (values.to_numpy() == levels[1]).astype(int), positive
 
 
-def sensitive_groups(column: pd.Series, bins: int | None = None) -> tuple[np.ndarray, list[str]]:
+def _sensitive_groups(column: pd.Series, bins: int | None = None) -> tuple[np.ndarray, list[str]]:
     """Group labels of a sensitive column, cut into quantile bins when asked.
 
     Returns the labels and a note (a line naming the bins, when cut).
