@@ -327,3 +327,30 @@ def test_size_free_objective_does_not_depend_on_repeating_rows():
     assert np.abs(projector(paper[0]) - projector(paper[1])).max() > 1e-4  # the documented move
     with pytest.raises(ValueError, match="objective_scale must be"):
         ConvexFairPCA(objective_scale="n").fit(X, sensitive_features=s)
+
+
+def test_many_groups_are_bounded_by_the_equivalent_two_group_size():
+    from fairpca.convex import _check_lmi_work
+
+    F = np.ones((9, 3))
+    # Two groups: only p itself is bounded (checked before, with max_features).
+    _check_lmi_work(50, [(F, F)], 10, 2)
+    # Six groups, 30 blocks of 59: (30 * 59^3 / 2)^(1/3) = 145.5 features' worth.
+    factors = [(F, F)] * 15
+    _check_lmi_work(50, factors, 146, 6)
+    with pytest.raises(
+        ValueError, match=r"30 covariance LMI blocks of up to 59 x 59.*146 features"
+    ):
+        _check_lmi_work(50, factors, 145, 6)
+    _check_lmi_work(50, factors, None, 6)
+
+
+def test_many_groups_at_many_features_are_refused_before_solving():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 60))
+    s = np.arange(400) % 6
+    with pytest.raises(ValueError, match="constraints='mean'"):
+        ConvexFairPCA(n_components=2, max_features=100).fit(X, sensitive_features=s)
+    # The mean constraints alone have no LMI blocks.
+    est = ConvexFairPCA(n_components=2, max_features=100, constraints="mean")
+    assert est.fit(X, sensitive_features=s).components_.shape == (2, 60)

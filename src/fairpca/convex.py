@@ -59,6 +59,29 @@ _SOLVER_OPTIONS = {
 }
 
 
+def _check_lmi_work(q, factors, max_features, n_groups):
+    """Refuse an SDP whose LMI blocks cost more per iteration than two groups at ``max_features``.
+
+    Each iteration eigendecomposes every LMI block (``k (k - 1)`` of them for
+    ``k`` groups, of size ``q`` plus the rank of a covariance difference), so
+    its cost is about ``sum_b size_b^3``. ``max_features`` bounds ``p`` for two
+    groups; with more groups the same bound applies to the equivalent
+    two-group size ``(sum_b size_b^3 / 2)^(1/3)``.
+    """
+    sizes = [q + F.shape[0] for pair in factors for F in pair if F is not None]
+    if max_features is None or len(sizes) <= 2:
+        return
+    equivalent = (sum(float(b) ** 3 for b in sizes) / 2) ** (1 / 3)
+    if equivalent > max_features:
+        raise ValueError(
+            f"ConvexFairPCA: {n_groups} groups give {len(sizes)} covariance LMI blocks of up to "
+            f"{max(sizes)} x {max(sizes)}; each solver iteration costs as much as two groups at "
+            f"{equivalent:.0f} features, more than max_features={max_features}. Use fewer "
+            "features, constraints='mean' (no covariance blocks), or max_features=None to run "
+            "anyway."
+        )
+
+
 #: Largest SDP (matrix entries of P and of every LMI block) handed to SCS when the
 #: ADMM stops short of its tolerance.
 _MAX_SCS_FALLBACK_SIZE = 200_000
@@ -414,7 +437,12 @@ class ConvexFairPCA(FairPCABase):
         free of the number of rows (see **Sample size**).
     max_features : int or None, default=500
         Largest number of features accepted; beyond it ``fit`` raises a
-        ``ValueError`` before solving. The SDP has ``O(p^2)`` variables. The
+        ``ValueError`` before solving. With ``k > 2`` groups the covariance
+        constraints add ``k (k - 1)`` LMI blocks, each eigendecomposed at
+        every iteration: the bound then applies to the two-group size of the
+        same cost, ``(sum_b size_b^3 / 2)^(1/3)`` (COMPAS's six race groups at
+        380 one-hot features: 30 blocks of up to 759, as costly as 1,872
+        features). The SDP has ``O(p^2)`` variables. The
         ADMM solver's time depends on the rank of the solution: when it is
         small the growing subspaces keep every iteration small, when it is
         large (a strong covariance penalty spreads ``P*`` over many
@@ -553,6 +581,7 @@ class ConvexFairPCA(FairPCABase):
         mean_diffs, cov_diffs = _pairwise_differences(moments, self.constraints == "both")
         basis, factors = _working_basis(mean_diffs, cov_diffs, delta)
         q = basis.shape[1]
+        _check_lmi_work(q, factors, self.max_features, len(moments.counts))
         if q < d:
             raise ValueError(
                 f"delta=0 forces the components to be orthogonal to the {p - q} independent "
