@@ -48,7 +48,8 @@ def _block_html(block, heading):
     if hasattr(block, "savefig"):
         return _figure_html(block, heading)
     if hasattr(block, "to_html"):
-        return block.to_html(float_format=lambda v: f"{v:.4g}", na_rep="", border=0)
+        # escape=True (the default, stated): cells and labels hold the user's text.
+        return block.to_html(float_format=lambda v: f"{v:.4g}", na_rep="", border=0, escape=True)
     raise TypeError(f"cannot put a {type(block).__name__} in an HTML report.")
 
 

@@ -11,11 +11,9 @@ writes the frontier with bootstrap intervals. Requires the ``cli`` extra
 """
 
 import contextlib
-import math
 import os
 import shutil
 import sys
-import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -53,23 +51,9 @@ def _convergence_note(table):
     )
 
 
-def _markdown(table, floatfmt=".4g"):
-    """A pandas DataFrame as a GitHub Markdown table (no extra dependency)."""
-
-    def cell(value):
-        if isinstance(value, float | np.floating):
-            return "nan" if math.isnan(value) else format(value, floatfmt)
-        return str(value)
-
-    header = ["method", *map(str, table.columns)]
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    for name, row in table.iterrows():
-        lines.append("| " + " | ".join([str(name), *map(cell, row.to_list())]) + " |")
-    return "\n".join(lines) + "\n"
-
-
 def _write_outputs(comparison, output, fairness_columns, progress, source):
     from fairpca._html import html_report
+    from fairpca._output import csv_safe, escape_markdown, markdown_table, write_text
     from fairpca.compare import REFIT_SECONDS, every_method_table, group_errors_by_d
     from fairpca.metrics import describe_metric, metric_family
     from fairpca.plotting import (
@@ -82,8 +66,9 @@ def _write_outputs(comparison, output, fairness_columns, progress, source):
 
     table, split = comparison.table, comparison.split
     every_method = every_method_table(comparison)
+    csv_every_method = csv_safe(every_method)
     output.mkdir(parents=True, exist_ok=True)
-    every_method.to_csv(output / "comparison.csv", index_label="method")
+    csv_every_method.to_csv(output / "comparison.csv", index_label="method", **_CSV)
     by_d = group_errors_by_d(comparison, progress=progress)
     notes = _result_notes(comparison)
     if by_d.attrs["not_refitted"]:
@@ -127,18 +112,20 @@ def _write_outputs(comparison, output, fairness_columns, progress, source):
     figures.append(
         ("communality.png", lambda: plot_communality(fitted, split.X_test, split.s_test))
     )
-    (output / "comparison.md").write_text(
-        f"# fairpca compare\n\nData: {source}. Target dimension d = {comparison.n_components}; "
-        f"seed {comparison.random_state}; every number is computed on the held-out rows.\n\n"
-        + _markdown(every_method)
-        + "".join(f"\n{note}\n" for note in notes)
+    write_text(
+        output / "comparison.md",
+        f"# fairpca compare\n\nData: {escape_markdown(source)}. Target dimension "
+        f"d = {comparison.n_components}; seed {comparison.random_state}; every number is "
+        "computed on the held-out rows.\n\n"
+        + markdown_table(every_method)
+        + "".join(f"\n{escape_markdown(note)}\n" for note in notes)
         + "\n## What the columns mean\n\n"
-        + "".join(f"- {line}\n" for line in legend)
+        + "".join(f"- {escape_markdown(line)}\n" for line in legend)
         + "\n## Plots\n\n"
-        + "".join(f"- [{name}]({name})\n" for name, _ in figures)
+        + "".join(f"- [{name}]({name})\n" for name, _ in figures),
     )
     written = ["comparison.csv", "comparison.md"]
-    by_d.to_csv(output / "group_errors_by_d.csv", index=False)
+    csv_safe(by_d).to_csv(output / "group_errors_by_d.csv", index=False, **_CSV)
     written.append("group_errors_by_d.csv")
     made = []
     for filename, make in figures:
@@ -154,50 +141,85 @@ def _write_outputs(comparison, output, fairness_columns, progress, source):
     }
     sections = [("Comparison", [*notes, every_method]), ("What the columns mean", legend)]
     sections += [(filename.removesuffix(".png"), [figure]) for filename, figure in made]
-    (output / "report.html").write_text(html_report("fairpca compare", facts, sections))
+    write_text(output / "report.html", html_report("fairpca compare", facts, sections))
     written.append("report.html")
     return written
 
 
+#: Keyword arguments of every CSV write: text the data brings (a file name that is not
+#: valid UTF-8, say) is written as backslash escapes instead of failing.
+_CSV = {"encoding": "utf-8", "errors": "backslashreplace"}
+
+#: The output folders this process has locked (absolute path -> (lock file, --force)),
+#: from :func:`_check_output` until the command ends.
+_RESERVED = {}
+
+
+def _absolute(output):
+    """``output`` as an absolute path without symbolic links (the folder really written)."""
+    return Path(os.path.realpath(output))
+
+
 def _check_output(output, force):
-    """Refuse, before any computation, an --output that cannot or must not be written."""
+    """Refuse, before any computation, an --output that cannot or must not be written.
+
+    Takes the output's lock (:func:`fairpca._output.reserve`) until the command
+    ends, so that a second run on the same folder fails now rather than mixing
+    its files with this one's, and cleans what killed runs left beside it.
+    """
+    from fairpca._output import OutputLocked, release_lock, reserve
+
     if output is None:
         return
-    if output.exists():
-        if not output.is_dir():
-            raise click.UsageError(f"--output {output} is a file, not a folder.")
-        if any(output.iterdir()) and not force:
-            raise click.UsageError(
-                f"{output} exists and is not empty; pass --force to write into it."
-            )
-        return
-    ancestor = output.parent
-    while not ancestor.exists():
-        ancestor = ancestor.parent
-    if not ancestor.is_dir():
-        raise click.UsageError(f"cannot create --output {output}: {ancestor} is a file.")
-    if not os.access(ancestor, os.W_OK | os.X_OK):
-        raise click.UsageError(f"cannot create --output {output}: {ancestor} is not writable.")
+    path = _absolute(output)
+    try:
+        lock, notes = reserve(path, force)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from exc
+    except OutputLocked as exc:
+        raise click.ClickException(str(exc)) from exc
+    for note in notes:
+        click.echo(note, err=True)
+    _RESERVED[path] = (lock, force)
+
+    def release():
+        _RESERVED.pop(path, None)
+        release_lock(lock)
+
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None:
+        ctx.call_on_close(release)
+    else:  # called outside a command: the process's end releases it
+        import atexit
+
+        atexit.register(release)
 
 
 @contextlib.contextmanager
 def _staged(output):
-    """A temporary folder beside ``output`` whose files replace ``output``'s at the end.
+    """A staging folder beside ``output`` that replaces ``output`` as a whole at the end.
 
     Nothing reaches ``output`` unless the block completes: an error or an
-    interruption while writing leaves ``output`` as it was.
+    interruption while writing leaves ``output`` as it was (see
+    :func:`fairpca._output.publish`). ``output`` must have been checked and
+    locked by :func:`_check_output`, which also recorded ``--force``.
     """
-    output.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{output.name}-", dir=output.parent))
+    from fairpca._output import publish, stage
+
+    path = _absolute(output)
+    if path not in _RESERVED:
+        _check_output(output, force=False)
+    force = _RESERVED[path][1]
+    staging = None
     try:
+        staging = stage(path)
         yield staging
-        output.mkdir(exist_ok=True)
-        for path in staging.iterdir():
-            os.replace(path, output / path.name)
+        publish(staging, path, force)
     except OSError as exc:
         raise click.ClickException(f"could not write to {output}: {exc}") from exc
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        if staging is not None:
+            shutil.rmtree(staging, ignore_errors=True)
 
 
 def _result_notes(comparison):
@@ -723,9 +745,10 @@ def _with_intervals(table, columns):
 
 def _write_tradeoff(curve, table, output, source):
     from fairpca._html import html_report
+    from fairpca._output import csv_safe, write_text
     from fairpca.plotting import plot_tradeoff_curve
 
-    table.to_csv(output / "tradeoff.csv")
+    csv_safe(table).to_csv(output / "tradeoff.csv", **_CSV)
     figure = plot_tradeoff_curve(curve)
     figure.savefig(output / "tradeoff.png", dpi=120)
     figure.savefig(output / "tradeoff.svg")
@@ -745,7 +768,7 @@ def _write_tradeoff(curve, table, output, source):
         ("Fairness against retained variance", [figure]),
         ("Every setting", [table]),
     ]
-    (output / "report.html").write_text(html_report("fairpca tradeoff", facts, sections))
+    write_text(output / "report.html", html_report("fairpca tradeoff", facts, sections))
     return ["tradeoff.csv", "tradeoff.png", "tradeoff.svg", "report.html"]
 
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import ArrayLike
 
+from fairpca._output import plot_text
 from fairpca.tradeoff import QUALITY, frontier_mask
 
 if TYPE_CHECKING:
@@ -78,11 +79,15 @@ def plot_tradeoff(
         unfairness = table[column].to_numpy(dtype=float)
         for i, name in enumerate(table.index):
             ax.scatter(
-                unfairness[i], quality[i], marker=markers[i % len(markers)], s=60, label=name
+                unfairness[i],
+                quality[i],
+                marker=markers[i % len(markers)],
+                s=60,
+                label=plot_text(name),
             )
             # A name beside each marker: methods at the same point stay identifiable.
             ax.annotate(
-                str(name),
+                plot_text(name),
                 (unfairness[i], quality[i]),
                 xytext=(4, 4 + 7 * (i % 3)),
                 textcoords="offset points",
@@ -101,7 +106,7 @@ def plot_tradeoff(
     fig.legend(handles, labels, loc="outside right upper", fontsize="small")
     title = "Quality against fairness, one marker per method"
     if len(missing):
-        title += f"\n(not shown, no {quality_column}: {', '.join(map(str, missing))})"
+        title += f"\n(not shown, no {quality_column}: {', '.join(map(plot_text, missing))})"
     fig.suptitle(title)
     return fig
 
@@ -138,7 +143,9 @@ def plot_tradeoff_curve(curve: pd.DataFrame, metrics: Sequence[str] | None = Non
     for ax, metric in zip(axes, metrics, strict=True):
         for i, (method, part) in enumerate(curve.groupby("method", sort=False)):
             x, y = part[metric].to_numpy(float), part[QUALITY].to_numpy(float)
-            (line,) = ax.plot(x, y, marker=markers[i % len(markers)], ms=6, lw=1, label=method)
+            (line,) = ax.plot(
+                x, y, marker=markers[i % len(markers)], ms=6, lw=1, label=plot_text(method)
+            )
             # The intervals as drawn segments: a percentile interval need not contain
             # the estimate (with few resamples), so they are not error bars around it.
             color = line.get_color()
@@ -179,14 +186,19 @@ def plot_group_errors(table: pd.DataFrame, prefix: str = "reconstruction_error["
     columns = [c for c in table.columns if c.startswith(prefix) and c.endswith("]")]
     if not columns:
         raise ValueError(f"the table has no per-group columns starting with {prefix!r}.")
-    labels = [c[len(prefix) : -1] for c in columns]
+    labels = [plot_text(c[len(prefix) : -1]) for c in columns]
     n_methods = len(table.index)
     width = 0.8 / n_methods
     x = np.arange(len(columns))
     fig = _figure(figsize=(max(5.0, 1.6 * len(columns) + 2), 4.2), layout="tight")
     ax = fig.subplots()
     for i, name in enumerate(table.index):
-        ax.bar(x + (i - (n_methods - 1) / 2) * width, table.loc[name, columns], width, label=name)
+        ax.bar(
+            x + (i - (n_methods - 1) / 2) * width,
+            table.loc[name, columns],
+            width,
+            label=plot_text(name),
+        )
     ax.set_xticks(x, labels)
     ax.set_xlabel("group")
     ax.set_ylabel("mean squared reconstruction error")
@@ -221,8 +233,8 @@ def plot_group_errors_by_d(table: pd.DataFrame) -> Figure:
         part = table[table["method"] == method]
         for group, rows in part.groupby("group", sort=True):
             rows = rows.sort_values("d")
-            ax.plot(rows["d"], rows["error"], marker="o", label=f"group {group}")
-        ax.set_title(method, fontsize="medium")
+            ax.plot(rows["d"], rows["error"], marker="o", label=plot_text(f"group {group}"))
+        ax.set_title(plot_text(method), fontsize="medium")
         ax.set_xlabel("target dimension d")
         ax.set_xticks(sorted(part["d"].unique()))
         ax.grid(alpha=0.3)
@@ -346,7 +358,9 @@ def plot_protected_biplot(
                 xytext=(0, 0),
                 arrowprops={"arrowstyle": "->", "lw": 1.0, "color": "0.45", "shrinkA": 0},
             )
-            ax.text(*(1.08 * features[j]), str(feature_names[j]), fontsize="x-small", color="0.3")
+            ax.text(
+                *(1.08 * features[j]), plot_text(feature_names[j]), fontsize="x-small", color="0.3"
+            )
         for g in groups:
             rows = shown[s[shown] == g]
             ax.scatter(scores[rows, 0] / scale, scores[rows, 1] / scale, s=8, alpha=0.35)
@@ -362,7 +376,7 @@ def plot_protected_biplot(
         ax.set_aspect("equal")
         ax.axhline(0, color="0.7", lw=0.5)
         ax.axvline(0, color="0.7", lw=0.5)
-        ax.set_title(name, fontsize="medium")
+        ax.set_title(plot_text(name), fontsize="medium")
         ax.set_xlabel("component 1 (scaled)")
         ax.set_ylabel("component 2 (scaled)")
     for ax in axes.flat[len(names) :]:
@@ -370,7 +384,7 @@ def plot_protected_biplot(
     from matplotlib.lines import Line2D
 
     handles = [
-        Line2D([], [], marker="o", ls="", color=f"C{i}", label=f"group {g}")
+        Line2D([], [], marker="o", ls="", color=f"C{i}", label=plot_text(f"group {g}"))
         for i, g in enumerate(groups)
     ]
     handles.append(
@@ -429,10 +443,10 @@ def plot_communality(
     handles, labels = ax.get_legend_handles_labels()
     unique = dict(zip(labels, handles, strict=True))
     fig.legend(unique.values(), unique.keys(), fontsize="small", loc="outside right upper")
-    ax.set_xticks(range(len(names)), names, rotation=20, ha="right")
+    ax.set_xticks(range(len(names)), list(map(plot_text, names)), rotation=20, ha="right")
     ax.set_ylabel("communality (sum of squared correlations)")
     ax.set_title(
-        f"Communality of the indicator of group {groups[0]}: how much of the protected "
+        f"Communality of the indicator of group {plot_text(groups[0])}: how much of the protected "
         "attribute the components carry (lower is fairer)",
         fontsize="medium",
         wrap=True,
@@ -486,9 +500,10 @@ def plot_projections(
                 s=10,
                 alpha=0.6,
                 marker=markers[i % len(markers)],
-                label=f"group {g}",
+                label=plot_text(f"group {g}"),
             )
-        ax.set_title(titles.get(name, name), fontsize="medium")
+        # A title the caller chose may use mathtext; a method name is shown as text.
+        ax.set_title(titles[name] if name in titles else plot_text(name), fontsize="medium")
         ax.set_xlabel("component 1 (standardised units)")
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("component 2 (standardised units)")

@@ -1,0 +1,264 @@
+"""Outputs of the command line: escaping per language, staging, one rename, the lock."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from fairpca import _output
+from fairpca._output import (
+    csv_safe,
+    escape_csv_cell,
+    escape_markdown,
+    lock_path,
+    markdown_table,
+    plot_text,
+)
+from fairpca.cli import cli
+
+HOSTILE_LABELS = ["=1+1", "<script>alert(1)</script>", "a|b", "x\ny"]
+
+
+@pytest.mark.parametrize("prefix", ["=", "+", "-", "@", "\t", "\r"])
+def test_csv_cell_with_a_formula_prefix_gets_a_quote(prefix):
+    assert escape_csv_cell(prefix + "1+1") == "'" + prefix + "1+1"
+
+
+@pytest.mark.parametrize("value", [-1.5, -3, 0.0, np.float64(-2.0), np.int64(-7), True, None])
+def test_csv_numbers_are_untouched(value):
+    assert escape_csv_cell(value) is value
+
+
+def test_csv_plain_text_is_untouched():
+    for text in ["abc", "1+1", "a=b", "", "'=x"]:
+        assert escape_csv_cell(text) == text
+
+
+def test_csv_safe_escapes_cells_index_and_columns_not_numbers():
+    frame = pd.DataFrame(
+        {"error[=1+1]": [-1.0, 2.0], "group": ["=HYPERLINK(1)", "ok"], "-n": [-1, 2]},
+        index=pd.Index(["@cmd", "PCA"], name="method"),
+    )
+    safe = csv_safe(frame)
+    assert list(safe.columns) == ["error[=1+1]", "group", "'-n"]
+    assert list(safe.index) == ["'@cmd", "PCA"]
+    assert list(safe["group"]) == ["'=HYPERLINK(1)", "ok"]
+    assert list(safe["error[=1+1]"]) == [-1.0, 2.0] and list(safe["'-n"]) == [-1, 2]
+    assert frame.loc["@cmd", "group"] == "=HYPERLINK(1)"  # the original is unchanged
+    multi = pd.DataFrame({"x": [1.0]}, index=pd.MultiIndex.from_tuples([("=a", "-b")]))
+    assert csv_safe(multi).index[0] == ("'=a", "'-b")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("a|b", r"a\|b"),
+        ("<script>", r"\<script\>"),
+        ("[x](y)", r"\[x\](y)"),
+        ("*_`", r"\*\_\`"),
+        ("back\\slash", r"back\\slash"),
+        ("x\ny", "x y"),
+        ("x\r\ny\rz\u2028w", "x y z w"),
+        ("plain 1.5", "plain 1.5"),
+    ],
+)
+def test_markdown_escapes_special_characters_and_line_breaks(text, expected):
+    assert escape_markdown(text) == expected
+
+
+def test_markdown_table_keeps_numbers_and_escapes_text():
+    table = pd.DataFrame(
+        {"error[a|b]": [0.123456, float("nan")], "reason": ["", "<b>x\ny</b>"]},
+        index=["PCA", "M|1"],
+    )
+    lines = markdown_table(table).splitlines()
+    assert lines[0] == r"| method | error\[a\|b\] | reason |"
+    assert lines[2] == "| PCA | 0.1235 |  |"
+    assert lines[3] == r"| M\|1 | nan | \<b\>x y\</b\> |"
+    assert all(line.count("|") - line.count(r"\|") == 4 for line in lines[2:])
+
+
+def test_plot_text_has_no_mathtext():
+    from matplotlib.figure import Figure
+
+    assert plot_text("$x$ costs $3") == r"\$x\$ costs \$3"
+    figure = Figure()
+    figure.subplots().set_title(plot_text(r"$\frac{x}{$"))
+    figure.savefig(os.devnull, format="png")  # a malformed formula would raise here
+
+
+def _hostile_csv(tmp_path):
+    rng = np.random.default_rng(0)
+    n = 160
+    frame = pd.DataFrame(rng.normal(size=(n, 4)), columns=["f1", "f2", "f3", "f4"])
+    frame["group"] = [HOSTILE_LABELS[i % 4] for i in range(n)]
+    path = tmp_path / "data.csv"
+    frame.to_csv(path, index=False)
+    return path
+
+
+def test_compare_escapes_hostile_group_labels_in_every_output(tmp_path):
+    path = _hostile_csv(tmp_path)
+    out = tmp_path / "out"
+    args = ["compare", "--data", str(path), "--sensitive", "group"]
+    args += ["--methods", "MeanMatchingFairPCA", "-d", "1", "--output", str(out)]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    by_d = (out / "group_errors_by_d.csv").read_text()
+    assert "'=1+1" in by_d and "\n=1+1" not in by_d and ",=1+1" not in by_d
+    comparison = (out / "comparison.csv").read_text()
+    assert "reconstruction_error[=1+1]" in comparison  # not at the start of a cell
+    for line in comparison.splitlines()[1:]:
+        assert not line.split(",")[0].startswith(_output.CSV_FORMULA_PREFIXES)
+    markdown = (out / "comparison.md").read_text()
+    assert r"\<script\>alert(1)\</script\>" in markdown
+    assert r"a\|b" in markdown
+    table = [line for line in markdown.splitlines() if line.startswith("| ")]
+    widths = {line.count("|") - line.count(r"\|") for line in table}
+    assert len(widths) == 1  # no label splits or ends a row
+    html = (out / "report.html").read_text()
+    for text in (markdown, html):
+        assert "<script>" not in text
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "fitted" in html  # the status column is in the HTML table
+
+
+def test_html_report_escapes_status_and_reason():
+    from fairpca._html import html_report
+
+    table = pd.DataFrame(
+        {"status": ["failed"], "reason": ["<img src=x onerror=alert(1)>"]}, index=["<M>"]
+    )
+    document = html_report("t", {"data": "<d>"}, [("s", [table, "<p>note"])])
+    assert "<img src=x" not in document and "<M>" not in document and "<d>" not in document
+    assert "&lt;img src=x onerror=alert(1)&gt;" in document
+
+
+# Staging and the lock: the writing is replaced by a cheap fake, the mechanism is real.
+
+
+def test_failure_while_writing_leaves_nothing(tmp_path):
+    from fairpca.cli import _check_output, _staged
+
+    out = tmp_path / "out"
+    with CliRunner().isolation(), pytest.raises(Exception, match="injected"):  # noqa: PT012
+        _check_output(out, force=False)
+        with _staged(out) as staging:
+            (staging / "a.csv").write_text("1")
+            raise RuntimeError("injected")
+    _release_all()
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def _release_all():
+    from fairpca import cli as cli_module
+
+    for lock, _ in list(cli_module._RESERVED.values()):
+        _output.release_lock(lock)
+    cli_module._RESERVED.clear()
+
+
+def _run_staged(out, force, files):
+    """What a command does: check and lock --output, then write its files staged."""
+    import click
+
+    from fairpca.cli import _check_output, _staged
+
+    @click.command()
+    def command():
+        _check_output(out, force)
+        with _staged(out) as staging:
+            for name in files:
+                (staging / name).write_text(name)
+
+    return CliRunner().invoke(command, [])
+
+
+def test_force_replaces_the_whole_folder(tmp_path):
+    out = tmp_path / "out"
+    assert _run_staged(out, False, ["a.csv", "old_extra.png"]).exit_code == 0
+    refused = _run_staged(out, False, ["a.csv"])
+    assert refused.exit_code == 2 and "pass --force" in refused.output
+    result = _run_staged(out, True, ["a.csv", "b.csv"])
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in out.iterdir()) == ["a.csv", "b.csv"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # no lock, nothing aside
+
+
+def test_publish_puts_the_old_folder_back_when_the_second_rename_fails(tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "old.csv").write_text("old")
+    staging = _output.stage(out)
+    real_rename = os.rename
+
+    def rename(src, dst):
+        if str(src) == str(staging):
+            raise OSError("injected between the renames")
+        return real_rename(src, dst)
+
+    monkeypatch.setattr(_output.os, "rename", rename)
+    with pytest.raises(OSError, match="injected"):
+        _output.publish(staging, out, force=True)
+    assert sorted(p.name for p in out.iterdir()) == ["old.csv"]
+
+
+@pytest.fixture
+def other_process():
+    """A live process that is not this one: the holder of a lock."""
+    process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    yield process.pid
+    process.kill()
+    process.wait()
+
+
+def test_a_held_lock_makes_a_second_run_fail_clearly(tmp_path, other_process):
+    import socket
+
+    out = tmp_path / "out"
+    lock = lock_path(out)
+    lock.write_text(f"{other_process} {socket.gethostname()}\n")
+    result = _run_staged(out, False, ["a.csv"])
+    assert result.exit_code == 1
+    assert f"pid {other_process}" in result.output and str(lock) in result.output
+    assert not out.exists() and lock.read_text().startswith(str(other_process))
+
+
+def test_stale_lock_and_leftovers_of_a_dead_run_are_cleaned(tmp_path):
+    import socket
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    out = tmp_path / "out"
+    lock_path(out).write_text(f"{dead.pid} {socket.gethostname()}\n")
+    staging = tmp_path / f".out.staging-{dead.pid}-abc"
+    staging.mkdir()
+    (staging / "half.csv").write_text("x")
+    result = _run_staged(out, False, ["a.csv"])
+    assert result.exit_code == 0, result.output
+    assert "left by a killed run" in result.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+def test_an_old_folder_set_aside_by_a_killed_force_run_is_put_back(tmp_path):
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    out = tmp_path / "out"
+    aside = tmp_path / f".out.old-{dead.pid}-abc"
+    aside.mkdir()
+    (aside / "earlier.csv").write_text("x")
+    lock, notes = _output.reserve(out, force=True)
+    _output.release_lock(lock)
+    assert "restored" in notes[0]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+    assert sorted(p.name for p in out.iterdir()) == ["earlier.csv"]
+
+
+def test_text_files_with_undecodable_names_are_written(tmp_path):
+    name = os.fsdecode(b"data-\xff.csv")  # a lone surrogate, as Python reads such a name
+    _output.write_text(tmp_path / "report.md", f"Data: {name}")
+    assert (tmp_path / "report.md").read_text() == "Data: data-\\udcff.csv"
