@@ -20,7 +20,8 @@ from fairpca._output import (
 )
 from fairpca.cli import cli
 
-HOSTILE_LABELS = ["=1+1", "<script>alert(1)</script>", "a|b", "x\ny"]
+#: Group labels a spreadsheet, a Markdown renderer or matplotlib would misread.
+HOSTILE_LABELS = ["=1+1", "<script>alert(1)</script>", "a|b", "x\ny", r"$\frac{x}{$"]
 
 
 @pytest.mark.parametrize("prefix", ["=", "+", "-", "@", "\t", "\r"])
@@ -94,8 +95,9 @@ def test_plot_text_has_no_mathtext():
 def _hostile_csv(tmp_path):
     rng = np.random.default_rng(0)
     n = 160
-    frame = pd.DataFrame(rng.normal(size=(n, 4)), columns=["f1", "f2", "f3", "f4"])
-    frame["group"] = [HOSTILE_LABELS[i % 4] for i in range(n)]
+    # More features than groups: mean matching removes one direction per extra group.
+    frame = pd.DataFrame(rng.normal(size=(n, 8)), columns=[f"f{j}" for j in range(8)])
+    frame["group"] = [HOSTILE_LABELS[i % len(HOSTILE_LABELS)] for i in range(n)]
     path = tmp_path / "data.csv"
     frame.to_csv(path, index=False)
     return path
@@ -262,3 +264,38 @@ def test_text_files_with_undecodable_names_are_written(tmp_path):
     name = os.fsdecode(b"data-\xff.csv")  # a lone surrogate, as Python reads such a name
     _output.write_text(tmp_path / "report.md", f"Data: {name}")
     assert (tmp_path / "report.md").read_text() == "Data: data-\\udcff.csv"
+
+
+def _is_number(text):
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def test_compare_on_a_locked_output_fails_before_fitting(tmp_path, other_process):
+    import socket
+
+    path = _hostile_csv(tmp_path)
+    out = tmp_path / "out"
+    lock_path(out).write_text(f"{other_process} {socket.gethostname()}\n")
+    args = ["compare", "--data", str(path), "--sensitive", "group", "--output", str(out)]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 1 and f"pid {other_process}" in result.output
+    assert "MeanMatchingFairPCA" not in result.output  # refused before any fit
+    assert not out.exists()
+
+
+def test_tradeoff_escapes_hostile_group_labels(tmp_path):
+    path = _hostile_csv(tmp_path)
+    out = tmp_path / "out"
+    args = ["tradeoff", "--data", str(path), "--sensitive", "group", "-d", "1"]
+    args += ["--methods", "MeanMatchingFairPCA", "--n-bootstrap", "5"]
+    args += ["--metric", "reconstruction_error_gap", "--output", str(out)]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    for cell in (out / "tradeoff.csv").read_text().replace("\n", ",").split(","):
+        if not _is_number(cell):
+            assert not cell.startswith(_output.CSV_FORMULA_PREFIXES)
+    assert "<script>" not in (out / "report.html").read_text()
