@@ -279,6 +279,7 @@ def test_tied_eigenvalues_of_the_solution_warn():
 GERMAN_SPLITS = (0, 1, 2)
 
 
+@pytest.mark.slow
 @pytest.mark.requires_data
 def test_german_credit_against_lee2022_table1():
     """Table 1 of Lee et al., German credit, d = 2, FPCA with (mu, delta) = (0.01, 0.1).

@@ -122,6 +122,7 @@ def test_admm_equals_clarabel_and_certifies_its_gap(p, k, mu, delta, constraints
     assert gap <= 2e-4
 
 
+@pytest.mark.slow
 def test_growing_subspaces_reach_the_full_problem_optimum(monkeypatch):
     X, s = make_mmd_synthetic2(n_features=40, n_per_group=240, random_state=0)
     X = (X - X.mean(axis=0)) / X.std(axis=0)

@@ -106,6 +106,7 @@ def test_one_vs_rest_bounds_the_pairwise_maximum():
         assert pairs.max() <= 4 * rest.max()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("constraint", ["one-vs-rest", "pairwise"])
 def test_sampling_floor_is_the_mean_mmd2_of_random_splits(constraint):
     # The allowance of each (small) constraint against the Monte Carlo mean of its MMD²

@@ -119,6 +119,7 @@ def test_vu_default_credit_groups():
     assert "EDUCATION" not in result.feature_names and "PAY_AMT6" in result.feature_names
 
 
+@pytest.mark.slow
 def test_radius_cells_are_the_brute_force_optimum(quick_run):
     from fairpca.datasets import make_robust_toy
     from fairpca.robust import robust_objective
@@ -257,6 +258,7 @@ def test_cv_helper_selects_best_mean_score():
     assert search.best_estimator_[-1].groups_ is not None
 
 
+@pytest.mark.slow
 @pytest.mark.requires_data
 def test_vu2022_selection_minimises_validation_are_plus_abdiff():
     # The paper's selection on E. coli with a small grid, against an independent 3-fold
