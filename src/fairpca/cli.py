@@ -431,7 +431,11 @@ def _show_once(message, category, filename, lineno, file=None, line=None):
         "(created if needed; written only once everything is computed)."
     ),
 )
-@click.option("--force", is_flag=True, help="Write into --output even if it is not empty.")
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Replace a non-empty --output folder (all of it, once the new one is complete).",
+)
 def compare(time_budget, output, force, **data_options):
     """Fit every method and print a table of quality and fairness metrics.
 
@@ -669,7 +673,11 @@ def _print_and_write(comparison, output, source):
         "report.html, one self-contained file (written only once everything is computed)."
     ),
 )
-@click.option("--force", is_flag=True, help="Write into --output even if it is not empty.")
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Replace a non-empty --output folder (all of it, once the new one is complete).",
+)
 def tradeoff(metrics, n_bootstrap, n_jobs, output, force, **data_options):
     """Sweep every method's fairness knob and show the fairness-variance frontier.
 
@@ -783,7 +791,11 @@ def _write_tradeoff(curve, table, output, source):
     type=click.Path(file_okay=False, path_type=Path),
     help="Directory for the comparison CSV, the per-split CSV, report.md and a PNG plot.",
 )
-@click.option("--force", is_flag=True, help="Write into --output even if it exists.")
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Replace an existing --output folder (all of it, once the new one is complete).",
+)
 @click.option(
     "--data-home",
     type=click.Path(file_okay=False, path_type=Path),
