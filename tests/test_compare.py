@@ -174,7 +174,8 @@ def test_cli_reports_progress_times_and_the_stopped_method(monkeypatch, tmp_path
         assert line in result.output
     assert "Stopped at the time budget of 1 s per method: _Slow" in result.output
     assert (
-        "Stopped at the time budget of 1 s per method: _Slow" in (out / "comparison.md").read_text()
+        "Stopped at the time budget of 1 s per method: \\_Slow"  # Markdown-escaped
+        in (out / "comparison.md").read_text()
     )
     table = pd.read_csv(out / "comparison.csv", index_col="method")
     assert list(table.columns[-5:]) == ["converged", "fit_seconds", "flags", "status", "reason"]
@@ -196,8 +197,8 @@ def test_compare_reports_methods_that_did_not_converge(monkeypatch, tmp_path):
     assert "Did not converge: _StopsEarly (" in result.output
     md = (out / "comparison.md").read_text()
     header = next(line for line in md.splitlines() if line.startswith("| method |"))
-    assert header.endswith("| converged | fit_seconds | flags | status | reason |")
-    assert md.count("Did not converge: _StopsEarly (") == 1
+    assert header.endswith("| converged | fit\\_seconds | flags | status | reason |")
+    assert md.count("Did not converge: \\_StopsEarly (") == 1
     # Without such a method there is no note.
     _use_methods(monkeypatch, [_Balanced])
     result = CliRunner().invoke(cli, ["compare"])
@@ -255,9 +256,10 @@ def test_cli_output_is_checked_before_computing_and_written_whole(monkeypatch, t
     _use_methods(monkeypatch, [_Balanced])
     result = CliRunner().invoke(cli, ["compare", "-d", "1", "--force", "--output", str(out)])
     assert result.exit_code == 0, result.output
-    assert {"mine.txt", "comparison.csv", "comparison.md", "communality.png"} <= {
-        p.name for p in out.iterdir()
-    }
+    # --force replaces the folder whole: the earlier file is gone.
+    written = {p.name for p in out.iterdir()}
+    assert {"comparison.csv", "comparison.md", "communality.png"} <= written
+    assert "mine.txt" not in written
 
 
 def _raise_disk_full(*args, **kwargs):
@@ -410,3 +412,47 @@ def test_slow_methods_are_not_refitted_for_the_plot_against_d(monkeypatch, tmp_p
     assert "Not refitted at other d for the plot against d" in result.output
     assert "_Slowish (" in (out / "comparison.md").read_text()
     assert result.output.count("_Slowish fitting") == 1
+
+
+def test_tradeoff_on_a_sparse_split_and_an_evaluation_failure_is_a_row(monkeypatch):
+    from sklearn.decomposition import PCA
+
+    from fairpca import MeanMatchingFairPCA, StreamingFairPCA
+    from fairpca.compare import make_split
+    from fairpca.tradeoff import tradeoff_curve_split
+
+    frame, s, y = _mixed_frame()
+    split = make_split(frame, s, y, random_state=0)
+    estimators = {
+        "PCA": PCA(n_components=2),
+        "MeanMatchingFairPCA": MeanMatchingFairPCA(n_components=2),
+        # Refuses sparse input: densified for its fit and for the classifier's rows.
+        "StreamingFairPCA": StreamingFairPCA(n_components=2, random_state=0),
+    }
+    kwargs = dict(
+        estimators=estimators,
+        param_grids={"StreamingFairPCA": {"unfair_rank": [0]}},
+        metrics=["demographic_parity_difference"],
+        n_bootstrap=5,
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        curve = tradeoff_curve_split(split, **kwargs)
+    assert curve["error"].isna().all(), curve["error"].tolist()
+
+    import fairpca.tradeoff as tradeoff
+
+    real = tradeoff.bootstrap_metrics
+
+    def breaks_for_streaming(projection, *args, **kw):
+        if type(projection).__name__ == "StreamingFairPCA":
+            raise MemoryError("injected")
+        return real(projection, *args, **kw)
+
+    monkeypatch.setattr(tradeoff, "bootstrap_metrics", breaks_for_streaming)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        curve = tradeoff_curve_split(split, **kwargs)
+    errors = dict(zip(curve["method"], curve["error"], strict=True))
+    assert errors["StreamingFairPCA"] == "MemoryError: injected"
+    assert pd.isna(errors["PCA"]) and pd.isna(errors["MeanMatchingFairPCA"])

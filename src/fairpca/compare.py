@@ -42,6 +42,7 @@ __all__ = [
     "MIN_GROUP_ROWS",
     "Comparison",
     "FitOutcome",
+    "as_input_for",
     "compare_methods",
     "compare_split",
     "every_method_table",
@@ -166,8 +167,7 @@ def _fit(estimator, X, s, y):
     Sparse ``X`` is densified only for an estimator whose scikit-learn tags
     say it does not take sparse input (one that reads every row).
     """
-    if sparse.issparse(X) and not _takes_sparse(estimator):
-        X = X.toarray()
+    X = as_input_for(estimator, X)
     if "sensitive_features" not in inspect.signature(estimator.fit).parameters:
         return estimator.fit(X)
     return estimator.fit(X, y, sensitive_features=s)
@@ -184,10 +184,13 @@ class _SendProgress(logging.Handler):
         self.connection.send(("progress", record.getMessage(), []))
 
 
-def _takes_sparse(estimator):
+def as_input_for(estimator: BaseEstimator, X: ArrayLike) -> ArrayLike:
+    """``X``, densified only if it is sparse and ``estimator``'s tags refuse sparse input."""
     from sklearn.utils import get_tags
 
-    return bool(get_tags(estimator).input_tags.sparse)
+    if sparse.issparse(X) and not get_tags(estimator).input_tags.sparse:
+        return X.toarray()
+    return X
 
 
 def _fit_in_child(connection, estimator, X, s, y):

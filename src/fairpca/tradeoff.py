@@ -274,7 +274,7 @@ def _fit_and_evaluate(method, label, estimator, split, metrics, bandwidth, optio
     """One row of the curve: fit on the training part, bootstrap on the test part."""
     from sklearn.base import clone
 
-    from fairpca.compare import fit_method
+    from fairpca.compare import failure_reason, fit_method
     from fairpca.metrics._projection import is_linear_projection
 
     row = {"method": method, "setting": label, "estimator": estimator}
@@ -291,11 +291,28 @@ def _fit_and_evaluate(method, label, estimator, split, metrics, bandwidth, optio
             f"{method} is not a linear projection (no components_ and mean_): the trade-off "
             "curve measures retained variance, which needs one."
         )
+    try:
+        values = _held_out_values(fitted, split, metrics, bandwidth, options, seed)
+    except Exception as exc:  # noqa: BLE001 - one setting's failure never ends the curve
+        row["error"] = failure_reason(exc)
+        return row
+    for name, (value, low, high) in values.items():
+        row[name], row[f"{name}_low"], row[f"{name}_high"] = value, low, high
+    return row
+
+
+def _held_out_values(fitted, split, metrics, bandwidth, options, seed):
+    """Bootstrap values of ``metrics`` on the test part (downstream: a classifier's)."""
+    from sklearn.base import clone
+
+    from fairpca.compare import as_input_for
+
     predicted = None
     if any(m in _DOWNSTREAM for m in metrics):
-        model = clone(options["classifier"]).fit(fitted.transform(split.X_train), split.y_train)
+        train = fitted.transform(as_input_for(fitted, split.X_train))
+        model = clone(options["classifier"]).fit(train, split.y_train)
         predicted = model.predict(fitted.transform(split.X_test))
-    values = bootstrap_metrics(
+    return bootstrap_metrics(
         fitted,
         split.X_test,
         split.s_test,
@@ -307,9 +324,6 @@ def _fit_and_evaluate(method, label, estimator, split, metrics, bandwidth, optio
         confidence=options["confidence"],
         random_state=seed,
     )
-    for name, (value, low, high) in values.items():
-        row[name], row[f"{name}_low"], row[f"{name}_high"] = value, low, high
-    return row
 
 
 def tradeoff_curve_split(
