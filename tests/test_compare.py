@@ -456,3 +456,21 @@ def test_tradeoff_on_a_sparse_split_and_an_evaluation_failure_is_a_row(monkeypat
     errors = dict(zip(curve["method"], curve["error"], strict=True))
     assert errors["StreamingFairPCA"] == "MemoryError: injected"
     assert pd.isna(errors["PCA"]) and pd.isna(errors["MeanMatchingFairPCA"])
+
+
+def test_a_multi_class_target_leaves_out_the_downstream_metrics(monkeypatch):
+    import dataclasses
+
+    from fairpca.compare import compare_split, make_split
+
+    _use_methods(monkeypatch, [_Balanced])
+    X, s, y = make_gaussian_groups(n_samples=300, random_state=3, return_target=True)
+    split = make_split(X, s, y, random_state=0)
+    three = dataclasses.replace(split, y_train=split.y_train + (split.s_train == 1))
+    three = dataclasses.replace(three, y_test=split.y_test + (split.s_test == 1))
+    messages = []
+    comparison = compare_split(three, progress=messages.append)
+    assert "demographic_parity_difference" not in comparison.table.columns
+    assert any("the target has 3 classes" in m for m in messages)
+    binary = compare_split(split)
+    assert "demographic_parity_difference" in binary.table.columns

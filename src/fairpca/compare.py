@@ -385,6 +385,26 @@ def _fit_all(split, n_components, random_state, time_budget, progress, *, refit=
     return outcomes
 
 
+def _binary_or_none(split, progress):
+    """The test target for the downstream metrics, or None when it is not binary.
+
+    A protocol's target may have more classes (Vu et al.'s FairML sets carry
+    a multi-class label): the downstream classifier metrics need two, so they
+    are left out, with a progress line, rather than ending the comparison.
+    """
+    if split.y_test is None:
+        return None
+    classes = np.unique(np.concatenate([np.asarray(split.y_train), np.asarray(split.y_test)]))
+    if len(classes) == 2:
+        return split.y_test
+    if progress is not None:
+        progress(
+            f"the target has {len(classes)} classes: the downstream classifier metrics, "
+            "which need two, are left out"
+        )
+    return None
+
+
 def compare_split(
     split: Split,
     *,
@@ -427,10 +447,9 @@ def compare_split(
     make_methods(n_components, random_state, names=methods)  # unknown names: before any fit
     outcomes = _fit_all(split, n_components, random_state, time_budget, progress, names=methods)
     fitted = {name: o.estimator for name, o in outcomes.items() if o.status == "fitted"}
+    y_test = _binary_or_none(split, progress)
     if fitted:
-        table = report(
-            split.X_test, split.s_test, fitted, y=split.y_test, random_state=random_state
-        )
+        table = report(split.X_test, split.s_test, fitted, y=y_test, random_state=random_state)
     else:  # every method failed: the outcomes say why
         import pandas as pd
 
