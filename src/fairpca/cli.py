@@ -45,9 +45,8 @@ def _convergence_note(table):
         return ""
     names = ", ".join(map(str, table.index[~table["converged"].astype(bool)]))
     return (
-        f"Did not converge: {names} (the solver stopped at its iteration limit; its "
-        "ConvergenceWarning gives the tolerance reached). Their rows describe the last "
-        "iterate, not the method's optimum; raise the iteration limit to compare optima."
+        f"Did not converge: {names} (each one's ConvergenceWarning says why it stopped and "
+        "what it reached). Their rows describe the last iterate, not the method's optimum."
     )
 
 
