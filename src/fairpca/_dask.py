@@ -94,25 +94,6 @@ def _check_label_length(shape, n_samples):
         )
 
 
-def _block_moments(X_block, s_block, index, z_block=None, transform=None):
-    """Moments of one row block (``None`` for an empty block).
-
-    ``s_block`` None puts every row in one group; ``z_block`` holds the
-    block's continuous attributes, if any; ``transform`` maps the block first.
-    """
-    from fairpca.moments import GroupMoments  # moments imports this module
-
-    X_block = np.asarray(X_block)
-    if X_block.shape[0] == 0:
-        return None
-    if transform is not None:
-        X_block = transform(np.asarray(X_block, dtype=np.float64))
-    try:
-        return GroupMoments.from_arrays(X_block, s_block, z_block)
-    except (ValueError, TypeError) as exc:
-        raise type(exc)(f"row block {index}: {exc}") from exc
-
-
 def _merge_parts(left, right):
     """Merge two optional moments (``None`` stands for no rows)."""
     if left is None or right is None:

@@ -26,7 +26,6 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from fairpca._dask import (
-    _block_moments,
     _dask_labels,
     _dask_rows,
     _import_dask,
@@ -668,3 +667,20 @@ def _raise_non_finite(X):
         "X is too large in magnitude: its second moments overflow float64. "
         "Rescale it first (e.g. with sklearn.preprocessing.StandardScaler)."
     )
+
+
+def _block_moments(X_block, s_block, index, z_block=None, transform=None):
+    """Moments of one row block (``None`` for an empty block).
+
+    ``s_block`` None puts every row in one group; ``z_block`` holds the
+    block's continuous attributes, if any; ``transform`` maps the block first.
+    """
+    X_block = np.asarray(X_block)
+    if X_block.shape[0] == 0:
+        return None
+    if transform is not None:
+        X_block = transform(np.asarray(X_block, dtype=np.float64))
+    try:
+        return GroupMoments.from_arrays(X_block, s_block, z_block)
+    except (ValueError, TypeError) as exc:
+        raise type(exc)(f"row block {index}: {exc}") from exc
