@@ -4,6 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import sklearn
+import sklearn.base
 from sklearn.decomposition import PCA
 from sklearn.exceptions import NotFittedError
 from sklearn.linear_model import LogisticRegression
@@ -252,11 +253,25 @@ def test_metrics_read_fitted_estimators(grouped):
     )
 
 
-def test_all_estimators_lists_concrete_exported_classes(monkeypatch):
-    monkeypatch.setattr(fairpca, "GroupBalancedPCA", GroupBalancedPCA, raising=False)
-    monkeypatch.setattr(fairpca, "__all__", [*fairpca.__all__, "GroupBalancedPCA"])
+def test_all_estimators_lists_concrete_registered_classes(monkeypatch):
+    import inspect
+
+    from fairpca._registry import ESTIMATORS
+
+    monkeypatch.setitem(ESTIMATORS, "GroupBalancedPCA", GroupBalancedPCA)
+    monkeypatch.setitem(ESTIMATORS, "FairPCABase", FairPCABase)
     found = fairpca.all_estimators()
     assert GroupBalancedPCA in found and FairPCABase not in found
+    monkeypatch.undo()
+    # The registry holds exactly the estimator classes the package exports.
+    exported = {
+        name
+        for name in fairpca.__all__
+        if inspect.isclass(obj := getattr(fairpca, name))
+        and issubclass(obj, sklearn.base.BaseEstimator)
+        and not inspect.isabstract(obj)
+    }
+    assert exported == set(ESTIMATORS)
 
 
 @pytest.mark.parametrize("cls", fairpca.all_estimators(), ids=lambda c: c.__name__)

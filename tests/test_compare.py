@@ -60,7 +60,7 @@ class _StopsEarly(_Balanced):
 
 def _use_methods(monkeypatch, classes):
     """Compare only ``classes`` (besides PCA)."""
-    monkeypatch.setattr("fairpca.all_estimators", lambda: classes)
+    monkeypatch.setattr("fairpca.compare.all_estimators", lambda: classes)
     monkeypatch.setattr("fairpca.compare._other_fair_transformers", lambda: [])
     monkeypatch.setattr("fairpca.compare._wide_data_estimators", lambda: [])
 

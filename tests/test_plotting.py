@@ -131,7 +131,7 @@ def test_reproduction_plot_shows_ratio_to_paper():
             "status": ["within", "outside"],
         }
     )
-    fig = plot_reproduction(table, pd.DataFrame(), "lee2022-table1")
+    fig = plot_reproduction(table)
     (ax,) = fig.axes
     xs = sorted(float(x) for line in ax.get_lines() for x in line.get_xdata() if x != 1.0)
     assert 1.5 in xs and "ours / paper" in ax.get_xlabel()
@@ -154,7 +154,7 @@ def test_reproduction_plot_keeps_a_wide_log_axis_legible():
             "status": ["within", "within", "outside"],
         }
     )
-    fig = plot_reproduction(table, pd.DataFrame(), "vu2022-table1")
+    fig = plot_reproduction(table)
     (ax,) = fig.axes
     assert ax.get_xscale() == "log"
     # The lower error bar stops at the floor instead of reaching zero.
@@ -208,7 +208,7 @@ def test_reproduction_plot_puts_four_metrics_on_a_grid():
             "status": "within",
         }
     )
-    fig = plot_reproduction(table, pd.DataFrame(), "lee2022-table1")
+    fig = plot_reproduction(table)
     axes = [ax for ax in fig.axes if ax.get_visible()]
     assert [ax.get_xlabel().split(":")[0] for ax in axes] == metrics
     positions = {(round(ax.get_position().x0, 2), round(ax.get_position().y0, 2)) for ax in axes}

@@ -8,6 +8,7 @@ by the functions that need them.
 from __future__ import annotations
 
 from fairpca._base import FairPCABase
+from fairpca._registry import all_estimators
 from fairpca.convex import ConvexFairPCA
 from fairpca.erasure import LinearErasure
 from fairpca.kernel_pca import FairKernelPCA
@@ -21,26 +22,6 @@ from fairpca.streaming import StreamingFairPCA
 from fairpca.tradeoff import select, tradeoff_curve
 
 __version__ = "0.1.0.dev0"
-
-
-def all_estimators() -> list[type[FairPCABase]]:
-    """The concrete fair-PCA estimator classes of the package.
-
-    Returns
-    -------
-    classes : list of type
-        Every exported subclass of :class:`FairPCABase` that can be
-        instantiated, in the order of ``fairpca.__all__``.
-    """
-    import inspect
-
-    return [
-        obj
-        for name in __all__
-        if inspect.isclass(obj := globals().get(name))
-        and issubclass(obj, FairPCABase)
-        and not inspect.isabstract(obj)
-    ]
 
 
 __all__ = [

@@ -29,14 +29,14 @@ from numpy.typing import ArrayLike
 from scipy import sparse
 
 from fairpca._base import package_log_handler
+from fairpca._registry import ESTIMATORS, all_estimators
+from fairpca._split import Split
 from fairpca._validation import DataTooWideError
 from fairpca.table import is_numeric_column as _is_numeric
 
 if TYPE_CHECKING:
     import pandas as pd
     from sklearn.base import BaseEstimator
-
-    from fairpca.experiments import Split
 
 __all__ = [
     "MIN_GROUP_ROWS",
@@ -126,9 +126,7 @@ def make_methods(
     """
     from sklearn.decomposition import PCA
 
-    import fairpca
-
-    classes = [*fairpca.all_estimators(), *_wide_data_estimators()]
+    classes = [*all_estimators(), *_wide_data_estimators()]
     if not projections_only:
         classes += _other_fair_transformers()
     methods = {"PCA": PCA(n_components=n_components, random_state=random_state)}
@@ -149,16 +147,12 @@ def make_methods(
 
 def _wide_data_estimators():
     """The fair projections that fit data too wide for dense ``p x p`` moments."""
-    import fairpca
-
-    return [fairpca.StreamingFairPCA]
+    return [ESTIMATORS["StreamingFairPCA"]]
 
 
 def _other_fair_transformers():
     """The fair transformers besides the projections of :func:`fairpca.all_estimators`."""
-    import fairpca
-
-    return [fairpca.FairKernelPCA, fairpca.LinearErasure]
+    return [ESTIMATORS["FairKernelPCA"], ESTIMATORS["LinearErasure"]]
 
 
 def _fit(estimator, X, s, y):
@@ -572,7 +566,6 @@ def make_split(
     from sklearn.model_selection import train_test_split
 
     from fairpca._validation import check_sensitive_features
-    from fairpca.experiments import Split
 
     if impute not in _IMPUTE:
         raise ValueError(f"impute must be one of {_IMPUTE}, got {impute!r}.")

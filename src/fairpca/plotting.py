@@ -513,38 +513,26 @@ def plot_projections(
     return fig
 
 
-def plot_reproduction(
-    table: pd.DataFrame, details: pd.DataFrame | None = None, target: str | None = None
-) -> Figure:
+def plot_reproduction(table: pd.DataFrame) -> Figure:
     """Our results next to a paper's table, for :mod:`fairpca.experiments`.
 
     One panel per metric (two per row), one line per cell with a paper mean,
     our mean ± SD divided by the paper's mean (log scale unless the ratios
-    span less than a factor 4) with the paper's spread shaded. A ``target``
-    whose paper shows figures instead (Samadi et al.'s loss against d, Kamani
-    et al.'s disparity and loss bars, Lee et al.'s synthetic experiments, Vu
-    et al.'s radius) gets its own figure from ``details``, drawn by its
-    paper's module in :mod:`fairpca.experiments.papers`.
+    span less than a factor 4) with the paper's spread shaded. A target whose
+    paper shows figures instead (Samadi et al.'s loss against d, Kamani et
+    al.'s disparity and loss bars, Lee et al.'s synthetic experiments, Vu et
+    al.'s radius) has its own figure function (``Target.figure``, in its
+    paper's module), which the engine calls instead of this one.
 
     Parameters
     ----------
     table : pandas.DataFrame
         ``Reproduction.table``.
-    details : pandas.DataFrame, default=None
-        ``Reproduction.details``; used by the figures of figure targets.
-    target : str, default=None
-        Target name (a key of :data:`fairpca.experiments.TARGETS`).
 
     Returns
     -------
     fig : matplotlib.figure.Figure
     """
-    if target is not None:
-        from fairpca.experiments import TARGETS
-
-        figure = TARGETS[target].figure if target in TARGETS else None
-        if figure is not None:
-            return figure(details)
     rows = table[table["paper_mean"].notna() & table["ours_mean"].notna()]
     metrics = list(dict.fromkeys(rows["metric"]))
     n_cols = min(2, len(metrics))

@@ -26,11 +26,13 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 from numpy.typing import ArrayLike
 
+from fairpca.compare import as_input_for, failure_reason, fit_method, make_methods, make_split
+
 if TYPE_CHECKING:
     import pandas as pd
     from sklearn.base import BaseEstimator
 
-    from fairpca.experiments import Split
+    from fairpca._split import Split
 
 __all__ = [
     "DEFAULT_GRIDS",
@@ -274,7 +276,6 @@ def _fit_and_evaluate(method, label, estimator, split, metrics, bandwidth, optio
     """One row of the curve: fit on the training part, bootstrap on the test part."""
     from sklearn.base import clone
 
-    from fairpca.compare import failure_reason, fit_method
     from fairpca.metrics._projection import is_linear_projection
 
     row = {"method": method, "setting": label, "estimator": estimator}
@@ -304,8 +305,6 @@ def _fit_and_evaluate(method, label, estimator, split, metrics, bandwidth, optio
 def _held_out_values(fitted, split, metrics, bandwidth, options, seed):
     """Bootstrap values of ``metrics`` on the test part (downstream: a classifier's)."""
     from sklearn.base import clone
-
-    from fairpca.compare import as_input_for
 
     predicted = None
     if any(m in _DOWNSTREAM for m in metrics):
@@ -361,7 +360,6 @@ def tradeoff_curve_split(
     from sklearn.linear_model import LogisticRegression
 
     from fairpca._validation import check_n_components, check_number
-    from fairpca.compare import make_methods
     from fairpca.metrics import mmd_bandwidth
     from fairpca.metrics._classifier import _check_binary_y
 
@@ -488,8 +486,6 @@ def tradeoff_curve(
     curve : pandas.DataFrame
         See :func:`tradeoff_curve_split`.
     """
-    from fairpca.compare import make_split
-
     split = make_split(X, sensitive_features, y, test_size=test_size, random_state=random_state)
     return tradeoff_curve_split(split, random_state=random_state, **options)
 

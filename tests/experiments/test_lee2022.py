@@ -19,7 +19,6 @@ import fairpca
 from fairpca import experiments
 from fairpca.datasets import load_adult
 from fairpca.experiments import lee2022
-from fairpca.plotting import plot_reproduction
 
 
 def _lee_german_oracle():
@@ -238,7 +237,7 @@ def test_synthetic2_numbers_and_claims(quick_run):
     growth = (fpca["p=30"] / fpca["p=20"]) / (mbf["p=30"] / mbf["p=20"])
     assert measured["fpca_runtime_explodes"] == pytest.approx(growth)
     assert measured["mbf_faster_at_largest_p"] == pytest.approx(mbf["p=30"] / fpca["p=30"])
-    fig = plot_reproduction(table, details, "lee2022-synthetic2")
+    fig = experiments.TARGETS["lee2022-synthetic2"].figure(details)
     assert [ax.get_xlabel() for ax in fig.axes] == ["number of features p"] * 3
     assert "(%)" in fig.axes[0].get_ylabel() and "(s" in fig.axes[2].get_ylabel()
 

@@ -158,9 +158,9 @@ class Reproduction:
 
 def estimator(name, **params):
     """A fairpca estimator by class name, or None when it is not in this installation."""
-    import fairpca
+    from fairpca._registry import ESTIMATORS
 
-    cls = getattr(fairpca, name, None)
+    cls = ESTIMATORS.get(name)
     return None if cls is None else cls(**params)
 
 
@@ -665,7 +665,7 @@ class Reproductions:
 
         figures = {}
         if len(details):
-            make = info.figure or (lambda details: plot_reproduction(table, details))
+            make = info.figure or (lambda details: plot_reproduction(table))
             figures[f"{target}.png"] = make(details)
         times = pd.DataFrame(list(fit_seconds), columns=["method", "setting", "seconds"])
         times = (
