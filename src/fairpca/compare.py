@@ -13,7 +13,6 @@ rather than silently dropped.
 
 from __future__ import annotations
 
-import contextlib
 import inspect
 import logging
 import multiprocessing
@@ -73,14 +72,9 @@ class Comparison:
         Method name -> fitted estimator, in the order of ``table``.
     split : fairpca.experiments.Split
         The standardised train and test parts the methods saw.
-    unavailable : dict
-        Method name -> why it could not run (a missing optional dependency).
-    stopped : dict
-        Method name -> the time budget in seconds at which its fit was stopped.
-    failed : dict
-        Method name -> why its fit raised (the exception's type and first line).
     outcomes : dict
-        Method name -> :class:`FitOutcome`, for every method asked for.
+        Method name -> :class:`FitOutcome`, for every method asked for;
+        ``unavailable``, ``stopped`` and ``failed`` read it.
     n_components : int
         Target dimension of every method.
     random_state : int
@@ -94,14 +88,29 @@ class Comparison:
     table: object
     estimators: dict
     split: object
-    unavailable: dict = field(default_factory=dict)
-    stopped: dict = field(default_factory=dict)
-    failed: dict = field(default_factory=dict)
     outcomes: dict = field(default_factory=dict)
     n_components: int = 2
     random_state: int = 0
     time_budget: float | None = None
     methods: list | None = None
+
+    def _reasons(self, status):
+        return {name: o.reason for name, o in self.outcomes.items() if o.status == status}
+
+    @property
+    def unavailable(self) -> dict:
+        """Method name -> why it could not run (a missing extra, data too wide)."""
+        return self._reasons("unavailable")
+
+    @property
+    def stopped(self) -> dict:
+        """Method name -> the time budget in seconds at which its fit was stopped."""
+        return dict.fromkeys(self._reasons("stopped"), self.time_budget)
+
+    @property
+    def failed(self) -> dict:
+        """Method name -> why its fit raised (the exception's type and first line)."""
+        return self._reasons("failed")
 
 
 def make_methods(
@@ -167,15 +176,15 @@ def _fit(estimator, X, s, y):
     return estimator.fit(X, y, sensitive_features=s)
 
 
-class _SendProgress(logging.Handler):
-    """In the child process: send the solvers' INFO lines to the parent as they come."""
+class _LogLines(logging.Handler):
+    """Pass each INFO line of the ``fairpca.*`` loggers (solver progress) to ``callback``."""
 
-    def __init__(self, connection):
+    def __init__(self, callback):
         super().__init__(logging.INFO)
-        self.connection = connection
+        self.callback = callback
 
     def emit(self, record):
-        self.connection.send(("progress", record.getMessage(), []))
+        self.callback(record.getMessage())
 
 
 def as_input_for(estimator: BaseEstimator, X: ArrayLike) -> ArrayLike:
@@ -191,7 +200,7 @@ def _fit_in_child(connection, estimator, X, s, y):
     """Child-process body: fit, then send back the estimator and its warnings (or the error)."""
     with (
         warnings.catch_warnings(record=True) as caught,
-        package_log_handler(_SendProgress(connection)),
+        package_log_handler(_LogLines(lambda line: connection.send(("progress", line, [])))),
     ):
         warnings.simplefilter("always")
         try:
@@ -289,27 +298,6 @@ class FitOutcome:
     cpu_seconds: float = float("nan")
 
 
-class _ForwardToProgress(logging.Handler):
-    """Pass the solvers' INFO log lines (progress inside a long fit) to ``progress``."""
-
-    def __init__(self, progress, prefix):
-        super().__init__(logging.INFO)
-        self.progress, self.prefix = progress, prefix
-
-    def emit(self, record):
-        self.progress(f"{self.prefix} {record.getMessage()}")
-
-
-@contextlib.contextmanager
-def _solver_progress(progress, prefix):
-    """While fitting, forward the ``fairpca`` loggers' INFO lines to ``progress``."""
-    if progress is None:
-        yield
-        return
-    with package_log_handler(_ForwardToProgress(progress, prefix)):
-        yield
-
-
 def fit_method(
     estimator: BaseEstimator,
     split: Split,
@@ -336,13 +324,15 @@ def fit_method(
         cpu = time.process_time() - cpu_start if time_budget is None else float("nan")
         return FitOutcome(status, seconds=time.perf_counter() - start, cpu_seconds=cpu, **kwargs)
 
+    forward = None if progress is None else (lambda line: progress(f"{label} {line}"))
     try:
-        if time_budget is None:
-            with _solver_progress(progress, label):
-                fitted = _fit(*args)
-        else:
-            forward = None if progress is None else (lambda line: progress(f"{label} {line}"))
+        if time_budget is not None:
             fitted = _fit_with_budget(*args, time_budget, forward)
+        elif forward is None:
+            fitted = _fit(*args)
+        else:
+            with package_log_handler(_LogLines(forward)):
+                fitted = _fit(*args)
     except (ImportError, DataTooWideError) as exc:
         return outcome("unavailable", reason=str(exc))
     except Exception as exc:  # noqa: BLE001 - one method's failure never ends the comparison
@@ -453,17 +443,10 @@ def compare_split(
     table["converged"] = [bool(getattr(fitted[name], "converged_", True)) for name in table.index]
     table["fit_seconds"] = [outcomes[name].seconds for name in table.index]
     table["flags"] = [" ".join(flags) for flags in result_flags(table).values()]
-
-    def reasons(status):
-        return {name: o.reason for name, o in outcomes.items() if o.status == status}
-
     return Comparison(
         table=table,
         estimators=fitted,
         split=split,
-        unavailable=reasons("unavailable"),
-        stopped={name: time_budget for name in reasons("stopped")},
-        failed=reasons("failed"),
         outcomes=outcomes,
         n_components=n_components,
         random_state=random_state,
