@@ -59,6 +59,11 @@ _SOLVER_OPTIONS = {
 }
 
 
+def _lmi_sizes(q, factors):
+    """Sizes of the LMI blocks of the SDP in ``q`` coordinates: ``q`` plus each factor's rows."""
+    return [q + F.shape[0] for pair in factors for F in pair if F is not None]
+
+
 def _check_lmi_work(q, factors, max_features, n_groups):
     """Refuse an SDP whose LMI blocks cost more per iteration than two groups at ``max_features``.
 
@@ -68,7 +73,7 @@ def _check_lmi_work(q, factors, max_features, n_groups):
     groups; with more groups the same bound applies to the equivalent
     two-group size ``(sum_b size_b^3 / 2)^(1/3)``.
     """
-    sizes = [q + F.shape[0] for pair in factors for F in pair if F is not None]
+    sizes = _lmi_sizes(q, factors)
     if max_features is None or len(sizes) <= 2:
         return
     equivalent = (sum(float(b) ** 3 for b in sizes) / 2) ** (1 / 3)
@@ -89,8 +94,7 @@ _MAX_SCS_FALLBACK_SIZE = 200_000
 
 def _sdp_size(q, factors):
     """Matrix entries of the SDP in ``q`` coordinates: ``P`` and each LMI block."""
-    blocks = [q + F.shape[0] for pair in factors for F in pair if F is not None]
-    return q * q + sum(b * b for b in blocks)
+    return q * q + sum(b * b for b in _lmi_sizes(q, factors))
 
 
 def _import_cvxpy():
@@ -595,7 +599,7 @@ class ConvexFairPCA(FairPCABase):
             "solver %s",
             q,
             0 if mean_vectors is None else len(mean_vectors),
-            [q + F.shape[0] for pair in factors for F in pair if F is not None],
+            _lmi_sizes(q, factors),
             self.solver,
         )
         start = time.perf_counter()
