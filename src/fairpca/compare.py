@@ -664,14 +664,15 @@ def _encode(frame, train, test):
             OneHotEncoder(handle_unknown="ignore", sparse_output=True),
         )
         parts.append(("cat", one_hot, categorical))
-    columns = ColumnTransformer(parts).fit(frame.iloc[train])
+    columns = ColumnTransformer(parts)
+    X_train = columns.fit_transform(frame.iloc[train])
+    X_test = columns.transform(frame.iloc[test])
     names = [str(n).split("__", 1)[-1] for n in columns.get_feature_names_out()]
-    X_train, X_test = columns.transform(frame.iloc[train]), columns.transform(frame.iloc[test])
-    if not sparse.issparse(X_train):
-        scaler = StandardScaler().fit(X_train)
-        return scaler.transform(X_train), _dense(scaler.transform(X_test)), names
-    scaler = StandardScaler(with_mean=False).fit(X_train)
-    return sparse.csr_matrix(scaler.transform(X_train)), _dense(scaler.transform(X_test)), names
+    stays_sparse = sparse.issparse(X_train)
+    scaler = StandardScaler(with_mean=not stays_sparse)
+    X_train = scaler.fit_transform(X_train)
+    X_test = _dense(scaler.transform(X_test))
+    return (sparse.csr_matrix(X_train) if stays_sparse else X_train), X_test, names
 
 
 def _dense(X):
