@@ -122,8 +122,10 @@ def test_the_one_hot_width_is_capped_before_any_fit():
         choose_columns(frame, max_encoded_features=241)
     assert "'a' (140 values), 'b' (100 values), 'c' (2 values)" in str(info.value)
     assert "--max-encoded-features" in str(info.value)
-    with pytest.raises(ValueError, match="max_encoded_features must be a positive integer"):
+    with pytest.raises(ValueError, match="max_encoded_features == 0, must be >= 1"):
         choose_columns(frame, max_encoded_features=0)
+    with pytest.raises(TypeError, match="max_encoded_features must be an instance of int"):
+        choose_columns(frame, max_encoded_features=2.5)
 
 
 def test_headerless_file_with_column_names(tmp_path):

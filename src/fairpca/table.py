@@ -38,6 +38,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from fairpca._validation import check_number
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -269,14 +271,7 @@ def choose_columns(
         When the kept text columns would one-hot encode to more than
         ``max_encoded_features`` columns (the widest are named).
     """
-    if (
-        isinstance(max_encoded_features, bool)
-        or not isinstance(max_encoded_features, int | np.integer)
-        or max_encoded_features < 1
-    ):
-        raise ValueError(
-            f"max_encoded_features must be a positive integer, got {max_encoded_features!r}."
-        )
+    check_number(max_encoded_features, "max_encoded_features", minimum=1)
     explicit = features is not None
     columns = list(features) if explicit else [c for c in frame.columns if c not in drop]
     kept = frame[columns].copy()
