@@ -56,7 +56,13 @@ from fairpca._dask import _dask_rows, _import_dask, _is_dask_collection
 from fairpca._sparse import SPARSE_FORMATS, add_sparse, centred_product, issparse
 from fairpca._validation import check_estimator_data, check_sample_weight, check_width
 from fairpca._warnings import warn
-from fairpca.mean_matching import _ATTRIBUTE_MODES, constraint_bases, constraint_columns
+from fairpca.mean_matching import (
+    _ATTRIBUTE_MODES,
+    check_continuous_attributes,
+    constraint_bases,
+    constraint_columns,
+    moments_constraint_bases,
+)
 from fairpca.moments import _MAX_CANCELLATION
 
 __all__ = ["LinearErasure", "leace_map"]
@@ -68,6 +74,17 @@ _RANK_RTOL = 1e-12
 
 def leace_map(moments, attributes="intersectional"):
     """The linear part ``A = W^+ P W`` of the LEACE eraser ``x - A (x - mu)``.
+
+    The rank of ``P`` (how many directions are erased) is decided in the
+    units of the data, by the rule of
+    :func:`~fairpca.mean_matching.moments_constraint_bases`: singular values
+    of ``Sigma_XZ``'s columns above ``1e-10 sqrt(trace Sigma)`` and above the
+    rounding of the stored group means (which grows with the data's offset),
+    at most ``k - 1`` (plus one per continuous attribute). ``P`` projects on
+    the top ``r`` left singular vectors of ``W Sigma_XZ`` (fewer if some
+    whitened singular values are below ``1e-10``: the whitened columns have
+    norm at most one). A common offset of the rows thus leaves the map
+    unchanged up to the rounding of the offset data.
 
     Parameters
     ----------
@@ -92,8 +109,9 @@ def leace_map(moments, attributes="intersectional"):
     unwhiten = (V * root) @ V.T
     # Columns spanning Sigma_XZ (scaled per column, which leaves the span unchanged).
     cross = constraint_columns(moments, attributes)
+    rank = moments_constraint_bases(moments, attributes, cross)[0].shape[1]
     # In whitened coordinates the data have unit variance: scale 1 sets the rank tolerance.
-    Q, _ = constraint_bases(whiten @ cross, scale=1.0)
+    Q, _ = constraint_bases(whiten @ cross, scale=1.0, max_rank=rank)
     return unwhiten @ Q @ (Q.T @ whiten), Q.shape[1]
 
 
@@ -243,7 +261,7 @@ class LinearErasure(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                 "LinearErasure.fit needs sensitive_features: the group of each row "
                 "(there is nothing to erase without it)."
             )
-        continuous = self.continuous_attributes
+        continuous = check_continuous_attributes(self.continuous_attributes)
         if _is_dask_collection(X) or _is_dask_collection(sensitive_features):
             if sample_weight is not None:
                 raise TypeError("sample_weight is not supported on Dask input.")

@@ -17,7 +17,19 @@ least. For two groups these are the eigenvectors of ``N^T (C_1 - C_0) N`` with
 the smallest absolute eigenvalues; for ``k`` groups we take the eigenvectors
 with the smallest eigenvalues of ``sum_a w_a (N^T (C_a - C_w) N)^2`` (``C_w``
 the proportion-weighted mean of the group covariances ``C_a``), which reduces
-to Kleindessner's choice when ``k = 2``.
+to Kleindessner's choice when ``k = 2``. The group covariances are
+``C_a = S_a / (n_a - ddof)`` with ``S_a`` the scatter about the group mean:
+``ddof = 0`` (default, the maximum-likelihood normalisation used throughout
+the package) or ``ddof = 1`` (``numpy.cov``'s, as in the authors' code),
+chosen by ``covariance_ddof``.
+
+Rank decisions do not depend on where the data sit: the constraint columns
+are built from mean differences, and their rank counts singular values above
+both ``1e-10 sqrt(trace Sigma)`` (a size of the centred data) and the
+rounding of the stored means (``8 eps sqrt(p) max |mu_a|``, which grows with
+the offset; :func:`mean_rounding`), capped at ``k - 1`` (plus one per
+continuous attribute). Adding a constant to every row changes the fit only by
+the rounding of the offset data.
 
 Continuous sensitive attributes ``Z`` (e.g. age) have no groups; the linear
 notion of fairness is the same one LEACE uses for any attribute: zero
@@ -60,13 +72,22 @@ __all__ = [
     "constraint_bases",
     "constraint_columns",
     "covariate_columns",
+    "constraint_rank_cap",
     "mean_matching_components",
+    "mean_rounding",
+    "moments_constraint_bases",
     "null_space",
 ]
 
 #: Singular values of the constraint matrix below this fraction of the data's scale
 #: are rounding noise: the group mean they stand for equals the pooled mean.
 _RANK_RTOL = 1e-10
+
+#: Unit roundoffs of the largest mean entry that a stored mean difference may be off
+#: by, per coordinate (see :func:`mean_rounding`).
+_MEAN_ROUNDING_ULPS = 8.0
+
+_COVARIANCE_DDOFS = (0, 1)
 
 
 _ATTRIBUTE_MODES = ("intersectional", "separate")
@@ -104,6 +125,55 @@ def attribute_mean_shifts(moments, attributes="intersectional"):
     return np.array(shifts), np.array(proportions)
 
 
+def mean_rounding(moments):
+    r"""Absolute rounding level of the mean differences ``mu_a - mu`` of ``moments``.
+
+    The means are stored as float64 numbers of the size of the data's offset
+    ``M = max_a ||mu_a||_inf``, not of its spread: each entry carries a
+    rounding error of a few unit roundoffs ``eps`` of ``M``, and so does any
+    difference of two of them (the data themselves, once offset, are only
+    known to ``eps M / 2`` per entry). Column norms and singular values of the
+    constraint matrix ``B`` below
+
+    .. math::
+
+        \tau_{round} = c \, \varepsilon \, \sqrt{p} \, M, \qquad c = 8,
+
+    cannot be told from zero, whatever the spread of the data: ``sqrt(p) c eps M``
+    bounds the Frobenius norm of the rounding of ``B``'s columns (weights
+    ``sqrt(w_a)`` with ``sum_a w_a = 1``), hence its spectral norm.
+
+    Parameters
+    ----------
+    moments : GroupMoments
+
+    Returns
+    -------
+    tau : float
+    """
+    if moments.means.size == 0:
+        return 0.0
+    largest = float(np.max(np.abs(moments.means)))
+    return _MEAN_ROUNDING_ULPS * np.finfo(float).eps * np.sqrt(moments.n_features) * largest
+
+
+def constraint_rank_cap(moments, attributes="intersectional"):
+    """Most independent constraint columns :func:`constraint_columns` can have in exact arithmetic.
+
+    ``k - 1`` for ``k`` groups (the weighted mean differences sum to zero);
+    with ``attributes="separate"``, the sum over attributes of their number of
+    values less one; plus one per continuous attribute.
+    """
+    groups = moments.groups
+    k = int(np.count_nonzero(np.asarray(moments.counts) > 0))
+    if attributes == "separate" and len(groups) and isinstance(groups[0], tuple):
+        cap = sum(len({g[j] for g in groups}) - 1 for j in range(len(groups[0])))
+        cap = min(cap, max(k - 1, 0))
+    else:
+        cap = max(k - 1, 0)
+    return cap + moments.n_covariates
+
+
 def constraint_columns(moments, attributes="intersectional"):
     """The directions a linearly fair map must remove, as columns ``B``, shape (p, m + q).
 
@@ -133,24 +203,66 @@ def covariate_columns(moments):
     return cov_xz @ (vectors[:, keep] / np.sqrt(values[keep]))
 
 
+def check_continuous_attributes(value):
+    """Validate a ``continuous_attributes`` parameter before any data is read.
+
+    Allowed: None, a bool, or a list (tuple, array) of column names (str) or
+    positions (int) of ``sensitive_features``.
+
+    Raises
+    ------
+    TypeError
+        For anything else (e.g. a float), naming the parameter and what it allows.
+    """
+    if value is None or isinstance(value, bool | np.bool_):
+        return value
+    allowed = (
+        "continuous_attributes must be None, True/False, or a list of column names (str) "
+        "or positions (int) of sensitive_features"
+    )
+    if isinstance(value, str | bytes) or not isinstance(value, Sequence | np.ndarray):
+        raise TypeError(f"{allowed}; got {type(value).__name__} {value!r}.")
+    bad = [
+        item
+        for item in value
+        if isinstance(item, bool | np.bool_) or not isinstance(item, str | numbers.Integral)
+    ]
+    if bad:
+        raise TypeError(f"{allowed}; got a list holding {type(bad[0]).__name__} {bad[0]!r}.")
+    return value
+
+
 def _weighted_columns(shifts, proportions):
     """``sqrt(w_g) (mu_g - mu)`` as columns: ``B B^T`` is the between-group covariance."""
     return (shifts * np.sqrt(proportions)[:, None]).T
 
 
-def constraint_bases(constraints, scale, rtol=_RANK_RTOL):
+def constraint_bases(constraints, scale, rtol=_RANK_RTOL, *, noise=0.0, max_rank=None):
     """Orthonormal bases of the span of the constraint columns and of its complement.
+
+    The rank ``r`` counts the singular values of ``constraints`` above
+    ``max(rtol * scale, noise)``, at most ``max_rank``. Both thresholds are
+    absolute, in the units of the columns: ``scale`` is a size of the centred
+    data (so the rule does not move when the data are translated), ``noise``
+    the rounding the columns carry (e.g. :func:`mean_rounding`, which grows
+    with the data's offset).
 
     Parameters
     ----------
     constraints : ndarray of shape (p, m)
         Constraint directions (columns); they may be linearly dependent or zero.
     scale : float
-        Size of the data (e.g. the square root of the total variance): singular
-        values of ``constraints`` below ``rtol * scale`` count as zero, so a
-        group whose mean equals the pooled mean adds no constraint.
+        Size of the centred data (e.g. the square root of the total variance):
+        singular values of ``constraints`` below ``rtol * scale`` count as zero,
+        so a group whose mean equals the pooled mean adds no constraint.
     rtol : float, default=1e-10
         Relative rank tolerance.
+    noise : float, default=0.0
+        Absolute rounding level of the columns; singular values below it count
+        as zero too.
+    max_rank : int or None, default=None
+        The rank in exact arithmetic is at most this (e.g. ``k - 1`` mean
+        differences of ``k`` groups): rounding never adds a direction beyond it.
 
     Returns
     -------
@@ -163,22 +275,67 @@ def constraint_bases(constraints, scale, rtol=_RANK_RTOL):
     if constraints.shape[1] == 0:
         return np.zeros((p, 0)), np.eye(p)
     U, singular, _ = np.linalg.svd(constraints, full_matrices=True)
-    rank = int(np.sum(singular > rtol * scale))
+    rank = int(np.sum(singular > max(rtol * scale, noise)))
+    if max_rank is not None:
+        rank = min(rank, int(max_rank))
     return U[:, :rank], U[:, rank:]
 
 
-def null_space(constraints, scale, rtol=_RANK_RTOL):
+def null_space(constraints, scale, rtol=_RANK_RTOL, *, noise=0.0, max_rank=None):
     """Orthonormal basis of the directions orthogonal to every constraint column, and the rank.
 
     See :func:`constraint_bases` for the parameters; returns ``(complement, r)``.
     """
-    span, complement = constraint_bases(constraints, scale, rtol)
+    span, complement = constraint_bases(constraints, scale, rtol, noise=noise, max_rank=max_rank)
     return complement, span.shape[1]
 
 
-def _covariance_matching_basis(moments, basis, rank):
+def moments_constraint_bases(moments, attributes="intersectional", constraints=None):
+    """:func:`constraint_bases` of :func:`constraint_columns` with the rank rule of the package.
+
+    Singular values count when above both ``1e-10 sqrt(trace Sigma)`` (the
+    centred data's scale) and :func:`mean_rounding` (the rounding of the
+    stored means, which grows with the data's offset), and at most
+    :func:`constraint_rank_cap` of them: the fit does not change when a
+    constant is added to every row, up to the rounding of the offset data.
+
+    Returns
+    -------
+    span, complement : ndarray
+        As in :func:`constraint_bases`.
+    """
+    if constraints is None:
+        constraints = constraint_columns(moments, attributes)
+    scale = float(np.sqrt(max(float(np.sum(moments.variances)), 0.0)))
+    return constraint_bases(
+        constraints,
+        scale,
+        noise=mean_rounding(moments),
+        max_rank=constraint_rank_cap(moments, attributes),
+    )
+
+
+def group_covariances(moments, ddof=0):
+    """Group covariances ``C_a = S_a / (n_a - ddof)`` from the scatter matrices ``S_a``.
+
+    ``ddof=0`` divides by the group size (the maximum-likelihood estimate, the
+    convention of :meth:`GroupMoments.second_moment`); ``ddof=1`` by
+    ``n_a - 1`` (the unbiased estimate of ``numpy.cov``'s default).
+    """
+    if ddof == 0:
+        return moments.second_moment("group")
+    counts = np.asarray(moments.counts, dtype=np.float64)
+    if np.any(counts <= ddof):
+        raise ValueError(
+            f"covariance_ddof={ddof} divides each group's scatter by n_a - {ddof}: every "
+            f"group needs more than {ddof} row(s); the smallest has {counts.min():g}."
+        )
+    return moments.scatters / (counts - ddof)[:, None, None]
+
+
+def _covariance_matching_basis(moments, basis, rank, ddof=0):
     """The ``rank`` directions of ``span(basis)`` where the group covariances differ least."""
-    covariances = moments.second_moment("group")
+    covariances = group_covariances(moments, ddof)
     weights = moments.proportions
     within = np.tensordot(weights, covariances, axes=1)
     spread = np.zeros((basis.shape[1],) * 2)
@@ -190,7 +347,13 @@ def _covariance_matching_basis(moments, basis, rank):
 
 
 def mean_matching_components(
-    moments, d, *, mean_penalty=np.inf, covariance_rank=None, attributes="intersectional"
+    moments,
+    d,
+    *,
+    mean_penalty=np.inf,
+    covariance_rank=None,
+    attributes="intersectional",
+    covariance_ddof=0,
 ):
     """Solve the mean-matching problem of :class:`MeanMatchingFairPCA` from moments.
 
@@ -200,7 +363,7 @@ def mean_matching_components(
         Per-group counts, means and scatter matrices of the data.
     d : int
         Target dimension.
-    mean_penalty, covariance_rank, attributes
+    mean_penalty, covariance_rank, attributes, covariance_ddof
         As in :class:`MeanMatchingFairPCA` (validated by the caller).
 
     Returns
@@ -208,7 +371,8 @@ def mean_matching_components(
     components : ndarray of shape (d, p)
         Orthonormal rows (in decreasing order of training variance).
     n_constraints : int
-        Independent constraint directions removed (0 unless ``mean_penalty`` is inf).
+        Independent constraint directions removed (0 unless ``mean_penalty`` is inf):
+        the rank of the constraint columns by :func:`moments_constraint_bases`.
     gaps : dict
         ``"mean_gap"``: largest norm of a projected group-mean difference;
         ``"covariance_gap"``: largest norm of ``V^T Cov(X, z_j) / sd(z_j)``
@@ -217,10 +381,10 @@ def mean_matching_components(
     covariance = moments.covariance()
     shifts = attribute_mean_shifts(moments, attributes)[0]
     constraints = constraint_columns(moments, attributes)
-    scale = float(np.sqrt(max(np.trace(covariance), 0.0)))
     p = moments.n_features
     if np.isinf(mean_penalty):
-        basis, rank = null_space(constraints, scale)
+        span, basis = moments_constraint_bases(moments, attributes, constraints)
+        rank = span.shape[1]
         free = p - rank
         if d > free:
             removed = "group-mean differences" + (
@@ -242,7 +406,7 @@ def mean_matching_components(
                     f"covariance_rank={covariance_rank} must lie between "
                     f"n_components={d} and the {free} dimensions left by mean matching."
                 )
-            basis = _covariance_matching_basis(moments, basis, covariance_rank)
+            basis = _covariance_matching_basis(moments, basis, covariance_rank, covariance_ddof)
         components = (basis @ top_eigh(basis.T @ covariance @ basis, d)[1]).T
     else:
         rank = 0
@@ -297,6 +461,17 @@ class MeanMatchingFairPCA(FairPCABase):
         docstring for ``k > 2``), then take PCA there. Needs
         ``n_components <= covariance_rank <= p - r`` and ``mean_penalty=inf``.
         ``None``: mean matching only.
+    covariance_ddof : {0, 1}, default=0
+        Normalisation of the group covariances ``C_a = S_a / (n_a - ddof)``
+        (``S_a`` the scatter about the group mean) compared by
+        ``covariance_rank``: ``0`` divides by the group size ``n_a`` (the
+        maximum-likelihood estimate, the convention of every covariance in
+        this package), ``1`` by ``n_a - 1`` (``numpy.cov``'s default, the
+        convention of Kleindessner et al.'s code). The two differ by the
+        factor ``n_a / (n_a - 1)`` per group, which does not cancel in
+        ``C_1 - C_0`` when the groups differ in size, so the chosen
+        directions (and the subspace) can differ markedly on small groups.
+        Ignored without ``covariance_rank``.
     attributes : {"intersectional", "separate"}, default="intersectional"
         With several categorical sensitive attributes (``sensitive_features``
         of shape ``(n_samples, n_attributes)``, the groups being the
@@ -366,15 +541,17 @@ class MeanMatchingFairPCA(FairPCABase):
         covariance_rank: int | None = None,
         attributes: Literal["intersectional", "separate"] = "intersectional",
         continuous_attributes: bool | Sequence[str | int] | None = None,
+        covariance_ddof: int = 0,
     ) -> None:
         self.n_components = n_components
         self.mean_penalty = mean_penalty
         self.covariance_rank = covariance_rank
+        self.covariance_ddof = covariance_ddof
         self.attributes = attributes
         self.continuous_attributes = continuous_attributes
 
     def _continuous_columns(self):
-        return self.continuous_attributes
+        return check_continuous_attributes(self.continuous_attributes)
 
     def _check_params(self):
         penalty = self.mean_penalty
@@ -383,6 +560,14 @@ class MeanMatchingFairPCA(FairPCABase):
         if self.attributes not in _ATTRIBUTE_MODES:
             raise ValueError(
                 f"attributes must be one of {_ATTRIBUTE_MODES}, got {self.attributes!r}."
+            )
+        ddof = self.covariance_ddof
+        if isinstance(ddof, bool | np.bool_) or not (
+            isinstance(ddof, numbers.Integral) and int(ddof) in _COVARIANCE_DDOFS
+        ):
+            raise ValueError(
+                f"covariance_ddof must be 0 (divide group covariances by n_a) or 1 (by "
+                f"n_a - 1), got {ddof!r}."
             )
         if self.covariance_rank is not None:
             check_number(self.covariance_rank, "covariance_rank", minimum=1)
@@ -401,6 +586,7 @@ class MeanMatchingFairPCA(FairPCABase):
             mean_penalty=penalty,
             covariance_rank=self.covariance_rank,
             attributes=self.attributes,
+            covariance_ddof=int(self.covariance_ddof),
         )
         self.mean_gap_, self.covariance_gap_ = gaps["mean_gap"], gaps["covariance_gap"]
         self.n_iter_, self.converged_ = 1, True
