@@ -58,7 +58,10 @@ def test_csv_safe_escapes_cells_index_and_columns_not_numbers():
     ("text", "expected"),
     [
         ("a|b", r"a\|b"),
-        ("<script>", r"\<script\>"),
+        ("<script>", "&lt;script&gt;"),
+        ("a & b &lt;", "a &amp; b &amp;lt;"),
+        ("$x$ ~y~", r"\$x\$ \~y\~"),
+        ("\u202eab\x00c", r"\\u202eab\\x00c"),
         ("[x](y)", r"\[x\](y)"),
         ("*_`", r"\*\_\`"),
         ("back\\slash", r"back\\slash"),
@@ -79,7 +82,7 @@ def test_markdown_table_keeps_numbers_and_escapes_text():
     lines = markdown_table(table).splitlines()
     assert lines[0] == r"| method | error\[a\|b\] | reason |"
     assert lines[2] == "| PCA | 0.1235 |  |"
-    assert lines[3] == r"| M\|1 | nan | \<b\>x y\</b\> |"
+    assert lines[3] == r"| M\|1 | nan | &lt;b&gt;x y&lt;/b&gt; |"
     assert all(line.count("|") - line.count(r"\|") == 4 for line in lines[2:])
 
 
@@ -87,6 +90,8 @@ def test_plot_text_has_no_mathtext():
     from matplotlib.figure import Figure
 
     assert plot_text("$x$ costs $3") == r"\$x\$ costs \$3"
+    assert plot_text("a\nb\u202e") == r"a b\u202e"
+    assert plot_text("L" * 10_000) == "L" * 59 + "…"
     figure = Figure()
     figure.subplots().set_title(plot_text(r"$\frac{x}{$"))
     figure.savefig(os.devnull, format="png")  # a malformed formula would raise here
@@ -117,7 +122,7 @@ def test_compare_escapes_hostile_group_labels_in_every_output(tmp_path):
     for line in comparison.splitlines()[1:]:
         assert not line.split(",")[0].startswith(_output.CSV_FORMULA_PREFIXES)
     markdown = (out / "comparison.md").read_text()
-    assert r"\<script\>alert(1)\</script\>" in markdown
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in markdown
     assert r"a\|b" in markdown
     table = [line for line in markdown.splitlines() if line.startswith("| ")]
     widths = {line.count("|") - line.count(r"\|") for line in table}
@@ -144,12 +149,12 @@ def test_html_report_escapes_status_and_reason():
 
 
 def test_failure_while_writing_leaves_nothing(tmp_path):
-    from fairpca.cli import _check_output, _staged
+    from fairpca._cli_output import check_output, staged
 
     out = tmp_path / "out"
     with CliRunner().isolation(), pytest.raises(Exception, match="injected"):  # noqa: PT012
-        _check_output(out, force=False)
-        with _staged(out) as staging:
+        check_output(out, force=False)
+        with staged(out) as staging:
             (staging / "a.csv").write_text("1")
             raise RuntimeError("injected")
     _release_all()
@@ -157,7 +162,7 @@ def test_failure_while_writing_leaves_nothing(tmp_path):
 
 
 def _release_all():
-    from fairpca import cli as cli_module
+    from fairpca import _cli_output as cli_module
 
     for lock, _ in list(cli_module._RESERVED.values()):
         _output.release_lock(lock)
@@ -168,12 +173,12 @@ def _run_staged(out, force, files):
     """What a command does: check and lock --output, then write its files staged."""
     import click
 
-    from fairpca.cli import _check_output, _staged
+    from fairpca._cli_output import check_output, staged
 
     @click.command()
     def command():
-        _check_output(out, force)
-        with _staged(out) as staging:
+        check_output(out, force)
+        with staged(out) as staging:
             for name in files:
                 (staging / name).write_text(name)
 

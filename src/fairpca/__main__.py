@@ -2,6 +2,10 @@
 
 import sys
 
-from fairpca.cli import main
+try:
+    from fairpca.cli import main
+except KeyboardInterrupt:  # Ctrl-C while the command line's modules load
+    sys.stderr.write("\nfairpca: interrupted.\n")
+    sys.exit(130)
 
 sys.exit(main())

@@ -7,10 +7,11 @@ and the software versions.
 """
 
 import base64
-import html
 import io
 import platform
 from importlib import metadata
+
+from fairpca._output import escape_html, html_safe
 
 __all__ = ["html_report", "software_versions"]
 
@@ -39,17 +40,19 @@ def _figure_html(figure, alt):
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=110)
     encoded = base64.b64encode(buffer.getvalue()).decode("ascii")
-    return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{encoded}">'
+    return f'<img alt="{escape_html(alt)}" src="data:image/png;base64,{encoded}">'
 
 
 def _block_html(block, heading):
     if isinstance(block, str):
-        return f"<p>{html.escape(block)}</p>"
+        return f"<p>{escape_html(block)}</p>"
     if hasattr(block, "savefig"):
         return _figure_html(block, heading)
     if hasattr(block, "to_html"):
         # escape=True (the default, stated): cells and labels hold the user's text.
-        return block.to_html(float_format=lambda v: f"{v:.4g}", na_rep="", border=0, escape=True)
+        return html_safe(block).to_html(
+            float_format=lambda v: f"{v:.4g}", na_rep="", border=0, escape=True
+        )
     raise TypeError(f"cannot put a {type(block).__name__} in an HTML report.")
 
 
@@ -74,17 +77,17 @@ def html_report(title, facts, sections):
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>{html.escape(title)}</title><style>{_STYLE}</style></head><body>",
-        f"<h1>{html.escape(title)}</h1>",
+        f"<title>{escape_html(title)}</title><style>{_STYLE}</style></head><body>",
+        f"<h1>{escape_html(title)}</h1>",
         "<dl>",
         *(
-            f"<dt>{html.escape(str(key))}</dt><dd>{html.escape(str(value))}</dd>"
+            f"<dt>{escape_html(str(key))}</dt><dd>{escape_html(str(value))}</dd>"
             for key, value in facts.items()
         ),
         "</dl>",
     ]
     for heading, blocks in sections:
-        parts.append(f"<h2>{html.escape(heading)}</h2>")
+        parts.append(f"<h2>{escape_html(heading)}</h2>")
         parts.extend(_block_html(block, heading) for block in blocks)
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"

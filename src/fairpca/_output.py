@@ -19,7 +19,9 @@ Only the standard library and NumPy are imported at module level:
 dependencies.
 """
 
+import csv
 import errno
+import html
 import math
 import os
 import re
@@ -27,6 +29,7 @@ import shutil
 import socket
 import tempfile
 import time
+import unicodedata
 from pathlib import Path
 
 import numpy as np
@@ -34,24 +37,37 @@ import numpy as np
 __all__ = [
     "OutputLocked",
     "acquire_lock",
+    "check_path",
     "clean_leftovers",
     "csv_safe",
     "escape_csv_cell",
+    "escape_html",
     "escape_markdown",
+    "html_safe",
     "lock_path",
     "markdown_table",
     "plot_text",
     "publish",
     "release_lock",
+    "reserve",
     "stage",
+    "visible_text",
+    "write_csv",
     "write_text",
 ]
 
 #: First characters that make a spreadsheet read a cell as a formula (OWASP's list).
 CSV_FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
 
-#: Characters with a meaning in Markdown (and inline HTML) that a text cell must not have.
-_MARKDOWN_SPECIAL = re.compile(r"([\\|<>\[\]*_`])")
+#: Characters with a meaning in Markdown that a text cell must not have (``<``, ``>`` and
+#: ``&`` become HTML entities instead, so that no ``<script`` is left even as text).
+_MARKDOWN_SPECIAL = re.compile(r"([\\|\[\]*_`~$])")
+
+#: The entities Markdown and HTML get for the characters that start markup.
+_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+
+#: Longest text drawn in a plot; a longer label is cut, with an ellipsis.
+PLOT_TEXT_CHARACTERS = 60
 
 #: Line breaks of any kind: each would end a Markdown table row.
 _LINE_BREAK = re.compile(r"\r\n|[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]")
@@ -95,23 +111,66 @@ def csv_safe(frame):
         :func:`escape_csv_cell` (a group label can be a column name, e.g.
         ``reconstruction_error[=1+1]``, or an index entry).
     """
+    return _map_text(frame, escape_csv_cell)
+
+
+def _map_text(frame, function):
+    """A copy of ``frame`` with ``function`` applied to its text cells and labels."""
     import pandas as pd
+
+    def text_only(value):
+        return function(value) if isinstance(value, str) else value
+
+    def labels(index):
+        if isinstance(index, pd.MultiIndex):
+            return index.set_levels([level.map(text_only) for level in index.levels])
+        return index.map(text_only)
 
     safe = frame.copy()
     for column in safe.columns:
         if not (pd.api.types.is_numeric_dtype(safe[column]) or safe[column].dtype == bool):
-            safe[column] = safe[column].map(escape_csv_cell)
-    safe.index = _csv_safe_index(safe.index)
-    safe.columns = _csv_safe_index(safe.columns)
+            safe[column] = safe[column].map(text_only)
+    safe.index = labels(safe.index)
+    safe.columns = labels(safe.columns)
     return safe
 
 
-def _csv_safe_index(index):
-    import pandas as pd
+def visible_text(text):
+    r"""Text with every invisible or direction-changing character shown as an escape.
 
-    if isinstance(index, pd.MultiIndex):
-        return index.set_levels([level.map(escape_csv_cell) for level in index.levels])
-    return index.map(escape_csv_cell)
+    Parameters
+    ----------
+    text : object
+        Converted with ``str``.
+
+    Returns
+    -------
+    str
+        Control characters other than line breaks (NUL, tab, escape, ...),
+        format characters (the right-to-left override ``\u202e`` and the
+        other bidirectional controls, zero-width characters) and lone
+        surrogates (the undecodable bytes of a file name, as
+        :func:`os.fsdecode` gives them) replaced by ``\xNN``, ``\uNNNN`` or
+        ``\UNNNNNNNN``: a reader sees them instead of text that reads
+        differently from what it is.
+    """
+    text = str(text)
+    if text.isprintable():
+        return text
+    return "".join(
+        _escaped(char)
+        if unicodedata.category(char) in ("Cc", "Cf", "Cs", "Co", "Cn")
+        and not _LINE_BREAK.fullmatch(char)
+        else char
+        for char in text
+    )
+
+
+def _escaped(char):
+    code = ord(char)
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
 def escape_markdown(text):
@@ -125,11 +184,47 @@ def escape_markdown(text):
     Returns
     -------
     str
-        Every ``\ | < > [ ] * _`` and backtick preceded by a backslash (so
-        ``<script>`` is shown, not run, and ``|`` does not split a cell); line
-        breaks replaced by spaces (a newline would end the table row).
+        ``&``, ``<`` and ``>`` as HTML entities (so ``<script>`` is shown, not
+        run, and no ``<script`` is left in the file); every ``\ | [ ] * _ ~ $``
+        and backtick preceded by a backslash (no link, emphasis, math, and no
+        ``|`` that splits a cell); line breaks replaced by spaces (a newline
+        would end the table row); invisible characters shown
+        (:func:`visible_text`).
     """
-    return _MARKDOWN_SPECIAL.sub(r"\\\1", _LINE_BREAK.sub(" ", str(text)))
+    text = _MARKDOWN_SPECIAL.sub(r"\\\1", _LINE_BREAK.sub(" ", visible_text(text)))
+    return re.sub("[&<>]", lambda match: _ENTITIES[match.group()], text)
+
+
+def escape_html(text):
+    """Text for an HTML element or attribute: markup characters as entities.
+
+    Parameters
+    ----------
+    text : object
+        Converted with ``str``.
+
+    Returns
+    -------
+    str
+        :func:`html.escape` (quotes included) of :func:`visible_text`.
+    """
+    return html.escape(visible_text(text), quote=True)
+
+
+def html_safe(frame):
+    """A copy of a DataFrame for ``to_html(escape=True)``: invisible characters shown.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+
+    Returns
+    -------
+    pandas.DataFrame
+        Text cells, index and column names passed through :func:`visible_text`
+        (pandas escapes the markup characters itself).
+    """
+    return _map_text(frame, visible_text)
 
 
 def markdown_table(table, floatfmt=".4g"):
@@ -161,21 +256,56 @@ def markdown_table(table, floatfmt=".4g"):
     return "\n".join(lines) + "\n"
 
 
-def plot_text(text):
+def plot_text(text, max_characters=PLOT_TEXT_CHARACTERS):
     r"""Text that matplotlib draws literally, without reading it as mathtext.
 
     Parameters
     ----------
     text : object
         A label, a column or method name (any object: its ``str`` is drawn).
+    max_characters : int, default=PLOT_TEXT_CHARACTERS
+        A longer text is cut to this many characters, the last one ``…`` (a
+        10,000-character label would leave no room for the axes).
 
     Returns
     -------
     label : str
-        ``text`` with every ``$`` escaped: two of them would start a formula,
-        and a malformed one (``$\frac{x}{$``) makes saving the figure fail.
+        ``text`` on one line, with every ``$`` escaped (two of them would
+        start a formula, and a malformed one, ``$\frac{x}{$``, makes saving
+        the figure fail) and invisible characters shown
+        (:func:`visible_text`; a font has no glyph for them).
     """
-    return str(text).replace("$", r"\$")
+    text = _LINE_BREAK.sub(" ", visible_text(text))
+    if len(text) > max_characters:
+        text = text[: max_characters - 1] + "…"
+    return text.replace("$", r"\$")
+
+
+def write_csv(frame, path, **kwargs):
+    """Write a DataFrame as CSV that no spreadsheet reads as formulas.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+    path : path-like
+    **kwargs
+        Passed to :meth:`pandas.DataFrame.to_csv` (``index``, ``index_label``).
+
+    Notes
+    -----
+    The cells go through :func:`csv_safe`; every text cell is quoted (so a
+    carriage return or a line break inside a label stays in its cell:
+    Python's CSV writer does not quote a lone carriage return otherwise);
+    the file is UTF-8, with text a file name brings that is not valid UTF-8
+    written as backslash escapes.
+    """
+    csv_safe(frame).to_csv(
+        path,
+        quoting=csv.QUOTE_NONNUMERIC,
+        encoding="utf-8",
+        errors="backslashreplace",
+        **kwargs,
+    )
 
 
 def write_text(path, text):
@@ -413,7 +543,77 @@ def publish(staging, output, force):
     shutil.rmtree(aside, ignore_errors=True)
 
 
-def reserve(output, force):
+#: The longest suffix :func:`lock_path`, :func:`stage` and :func:`publish` add to a name.
+_LONGEST_SUFFIX = len(".fairpca-lock") + len(".staging-4294967296-") + 8 + 1
+
+
+def check_path(given, output, force, protected=()):
+    """Refuse an output folder that cannot be written or must not be replaced.
+
+    Every check that can be made before the computation: the caller runs it
+    first, so that a run is not lost at its end.
+
+    Parameters
+    ----------
+    given : path-like
+        ``--output`` as the user wrote it (a symbolic link is checked as such).
+    output : pathlib.Path
+        Its absolute path without symbolic links (the folder really written).
+    force : bool
+        Whether a non-empty ``output`` may be replaced.
+    protected : sequence of path-like, default=()
+        Paths ``--force`` must not remove (the current folder, the input
+        data): an ``output`` that holds one of them is refused.
+
+    Raises
+    ------
+    ValueError
+        With a sentence saying what is wrong and what to do.
+    """
+    if os.path.islink(given) and not os.path.exists(given):
+        raise ValueError(
+            f"--output {given} is a symbolic link to {os.readlink(given)}, which does not exist."
+        )
+    try:
+        os.fsencode(output)
+    except (UnicodeError, ValueError) as exc:
+        raise ValueError(
+            f"--output {visible_text(given)} cannot be a file name here: {exc}."
+        ) from None
+    if output.exists() and not output.is_dir():
+        raise ValueError(f"--output {output} is a file, not a folder.")
+    if os.path.ismount(output):
+        raise ValueError(
+            f"--output {output} is a mount point: the output folder is replaced by renaming "
+            "it, which a mount point does not allow. Write to a folder inside it."
+        )
+    ancestor = output.parent
+    while not ancestor.exists():
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise ValueError(f"cannot create --output {output}: {ancestor} is a file.")
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        raise ValueError(f"cannot create --output {output}: {ancestor} is not writable.")
+    try:
+        name_max = os.pathconf(ancestor, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        name_max = 255
+    if len(os.fsencode(output.name)) + _LONGEST_SUFFIX > name_max:
+        raise ValueError(
+            f"--output's name is too long: {len(os.fsencode(output.name))} bytes; the "
+            f"staging folder beside it adds up to {_LONGEST_SUFFIX} to it and this file "
+            f"system allows {name_max}. Choose a shorter name."
+        )
+    if force:
+        for path in protected:
+            path = Path(os.path.realpath(path))
+            if path == output or output in path.parents:
+                raise ValueError(
+                    f"--force would remove {output}, which holds {path}; choose another --output."
+                )
+
+
+def reserve(output, force, given=None, protected=()):
     """Check an output folder before any computation, lock it and clean leftovers.
 
     Parameters
@@ -422,6 +622,10 @@ def reserve(output, force):
         Absolute path of the output folder.
     force : bool
         Whether a non-empty ``output`` may be replaced.
+    given : path-like, default=None
+        ``--output`` as written (default: ``output``); see :func:`check_path`.
+    protected : sequence of path-like, default=()
+        Paths ``--force`` must not remove; see :func:`check_path`.
 
     Returns
     -------
@@ -433,24 +637,22 @@ def reserve(output, force):
     Raises
     ------
     ValueError
-        ``output`` is a file, cannot be created, or is not empty without ``force``.
+        ``output`` cannot be written (:func:`check_path`: a file, a mount
+        point, a dangling link, a read-only folder, ...) or is not empty
+        without ``force``.
     OutputLocked
         Another run holds the lock.
     """
-    if output.exists() and not output.is_dir():
-        raise ValueError(f"--output {output} is a file, not a folder.")
-    ancestor = output.parent
-    while not ancestor.exists():
-        ancestor = ancestor.parent
-    if not ancestor.is_dir():
-        raise ValueError(f"cannot create --output {output}: {ancestor} is a file.")
-    if not os.access(ancestor, os.W_OK | os.X_OK):
-        raise ValueError(f"cannot create --output {output}: {ancestor} is not writable.")
+    check_path(output if given is None else given, output, force, protected)
     try:
         output.parent.mkdir(parents=True, exist_ok=True)
+        lock = acquire_lock(output)
     except OSError as exc:
-        raise ValueError(f"cannot create --output {output}: {exc}") from exc
-    lock = acquire_lock(output)
+        # The lock is the first file written beside the output: a read-only file
+        # system, a full disk or a permission os.access did not see show up here.
+        raise ValueError(
+            f"cannot write --output {output}: {exc.strerror or exc} ({output.parent})."
+        ) from exc
     try:
         notes = clean_leftovers(output)
         if output.is_dir() and any(output.iterdir()) and not force:

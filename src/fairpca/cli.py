@@ -10,9 +10,6 @@ writes the frontier with bootstrap intervals. Requires the ``cli`` extra
 (click, pandas, matplotlib).
 """
 
-import contextlib
-import os
-import shutil
 import sys
 import time
 import warnings
@@ -25,6 +22,7 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on environment
     raise ImportError('the fairpca command line needs click: pip install "fairpca[cli]"') from exc
 
+from fairpca._cli_output import check_output, staged, write_compare, write_tradeoff
 from fairpca.experiments import LEE2022_DATASETS, VU2022_DATASETS
 from fairpca.tradeoff import FAIRNESS_METRICS, QUALITY
 
@@ -50,175 +48,14 @@ def _convergence_note(table):
     )
 
 
-def _write_outputs(comparison, output, fairness_columns, progress, source):
-    from fairpca._html import html_report
-    from fairpca._output import csv_safe, escape_markdown, markdown_table, write_text
-    from fairpca.compare import REFIT_SECONDS, every_method_table, group_errors_by_d
-    from fairpca.metrics import describe_metric, metric_family
-    from fairpca.plotting import (
-        plot_communality,
-        plot_group_errors,
-        plot_group_errors_by_d,
-        plot_protected_biplot,
-        plot_tradeoff,
-    )
+def _check_output(output, force, inputs):
+    """:func:`check_output`, the inputs (``--data``, the data home) kept from ``--force``."""
+    from fairpca.datasets import get_data_home
 
-    table, split = comparison.table, comparison.split
-    every_method = every_method_table(comparison)
-    csv_every_method = csv_safe(every_method)
-    output.mkdir(parents=True, exist_ok=True)
-    csv_every_method.to_csv(output / "comparison.csv", index_label="method", **_CSV)
-    by_d = group_errors_by_d(comparison, progress=progress)
-    notes = _result_notes(comparison)
-    if by_d.attrs["not_refitted"]:
-        slow = ", ".join(f"{m} ({t:.0f} s)" for m, t in by_d.attrs["not_refitted"].items())
-        notes.append(
-            f"Not refitted at other d for the plot against d (their fit took longer than "
-            f"{REFIT_SECONDS:g} s): {slow}; they have a point at d = {comparison.n_components} "
-            "only."
-        )
-        click.echo(notes[-1], err=True)
-    unconverged = by_d.loc[~by_d["converged"].astype(bool), ["method", "d"]].drop_duplicates()
-    if len(unconverged):
-        refits = ", ".join(f"{m} (d = {d})" for m, d in unconverged.itertuples(index=False))
-        notes.append(
-            f"Refits for the plot against d that did not converge: {refits}; their points "
-            "describe the last iterate."
-        )
-        click.echo(notes[-1], err=True)
-    legend = list(dict.fromkeys(describe_metric(metric_family(c)) for c in table.columns))
-    # The biplot and the communality are about components; LinearErasure keeps
-    # every feature and has none.
-    fitted = {
-        name: est
-        for name, est in comparison.estimators.items()
-        if "n_components" in est.get_params()
-    }
-    figures = [
-        ("tradeoff.png", lambda: plot_tradeoff(table, fairness_columns)),
-        ("group_errors.png", lambda: plot_group_errors(table)),
-        ("group_errors_by_d.png", lambda: plot_group_errors_by_d(by_d)),
-    ]
-    if comparison.n_components >= 2:
-        figures.append(
-            (
-                "biplot.png",
-                lambda: plot_protected_biplot(
-                    fitted, split.X_test, split.s_test, feature_names=split.feature_names
-                ),
-            )
-        )
-    figures.append(
-        ("communality.png", lambda: plot_communality(fitted, split.X_test, split.s_test))
-    )
-    write_text(
-        output / "comparison.md",
-        f"# fairpca compare\n\nData: {escape_markdown(source)}. Target dimension "
-        f"d = {comparison.n_components}; seed {comparison.random_state}; every number is "
-        "computed on the held-out rows.\n\n"
-        + markdown_table(every_method)
-        + "".join(f"\n{escape_markdown(note)}\n" for note in notes)
-        + "\n## What the columns mean\n\n"
-        + "".join(f"- {escape_markdown(line)}\n" for line in legend)
-        + "\n## Plots\n\n"
-        + "".join(f"- [{name}]({name})\n" for name, _ in figures),
-    )
-    written = ["comparison.csv", "comparison.md"]
-    csv_safe(by_d).to_csv(output / "group_errors_by_d.csv", index=False, **_CSV)
-    written.append("group_errors_by_d.csv")
-    made = []
-    for filename, make in figures:
-        figure = make()
-        figure.savefig(output / filename, dpi=120)
-        written.append(filename)
-        made.append((filename, figure))
-    facts = {
-        "data": source,
-        "target dimension d": comparison.n_components,
-        "seed": comparison.random_state,
-        "metrics": "computed on the held-out rows (fairpca.metrics.report)",
-    }
-    sections = [("Comparison", [*notes, every_method]), ("What the columns mean", legend)]
-    sections += [(filename.removesuffix(".png"), [figure]) for filename, figure in made]
-    write_text(output / "report.html", html_report("fairpca compare", facts, sections))
-    written.append("report.html")
-    return written
-
-
-#: Keyword arguments of every CSV write: text the data brings (a file name that is not
-#: valid UTF-8, say) is written as backslash escapes instead of failing.
-_CSV = {"encoding": "utf-8", "errors": "backslashreplace"}
-
-#: The output folders this process has locked (absolute path -> (lock file, --force)),
-#: from :func:`_check_output` until the command ends.
-_RESERVED = {}
-
-
-def _absolute(output):
-    """``output`` as an absolute path without symbolic links (the folder really written)."""
-    return Path(os.path.realpath(output))
-
-
-def _check_output(output, force):
-    """Refuse, before any computation, an --output that cannot or must not be written.
-
-    Takes the output's lock (:func:`fairpca._output.reserve`) until the command
-    ends, so that a second run on the same folder fails now rather than mixing
-    its files with this one's, and cleans what killed runs left beside it.
-    """
-    from fairpca._output import OutputLocked, release_lock, reserve
-
-    if output is None:
-        return
-    path = _absolute(output)
-    try:
-        lock, notes = reserve(path, force)
-    except ValueError as exc:
-        raise click.UsageError(str(exc)) from exc
-    except OutputLocked as exc:
-        raise click.ClickException(str(exc)) from exc
-    for note in notes:
-        click.echo(note, err=True)
-    _RESERVED[path] = (lock, force)
-
-    def release():
-        _RESERVED.pop(path, None)
-        release_lock(lock)
-
-    ctx = click.get_current_context(silent=True)
-    if ctx is not None:
-        ctx.call_on_close(release)
-    else:  # called outside a command: the process's end releases it
-        import atexit
-
-        atexit.register(release)
-
-
-@contextlib.contextmanager
-def _staged(output):
-    """A staging folder beside ``output`` that replaces ``output`` as a whole at the end.
-
-    Nothing reaches ``output`` unless the block completes: an error or an
-    interruption while writing leaves ``output`` as it was (see
-    :func:`fairpca._output.publish`). ``output`` must have been checked and
-    locked by :func:`_check_output`, which also recorded ``--force``.
-    """
-    from fairpca._output import publish, stage
-
-    path = _absolute(output)
-    if path not in _RESERVED:
-        _check_output(output, force=False)
-    force = _RESERVED[path][1]
-    staging = None
-    try:
-        staging = stage(path)
-        yield staging
-        publish(staging, path, force)
-    except OSError as exc:
-        raise click.ClickException(f"could not write to {output}: {exc}") from exc
-    finally:
-        if staging is not None:
-            shutil.rmtree(staging, ignore_errors=True)
+    keep = [get_data_home(inputs.get("data_home"))]
+    if inputs.get("data") is not None:
+        keep.append(inputs["data"])
+    check_output(output, force, keep)
 
 
 def _result_notes(comparison):
@@ -445,7 +282,7 @@ def compare(time_budget, output, force, **data_options):
     """
     from fairpca.compare import compare_split
 
-    _check_output(output, force)
+    _check_output(output, force, data_options)
     split, source, methods = _resolve_split(**data_options)
     try:
         comparison = compare_split(
@@ -639,8 +476,10 @@ def _print_and_write(comparison, output, source):
     _check_finished(comparison.outcomes)
     if output is not None:
         fairness = [c for c in ("reconstruction_error_gap", "mmd2") if c in table.columns]
-        with _staged(output) as staging:
-            written = _write_outputs(comparison, staging, fairness, _progress, source)
+        with staged(output) as staging:
+            written = write_compare(
+                comparison, staging, fairness, _progress, source, _result_notes(comparison)
+            )
         click.echo(f"wrote {', '.join(written)} to {output}")
 
 
@@ -688,7 +527,7 @@ def tradeoff(metrics, n_bootstrap, n_jobs, output, force, **data_options):
     from fairpca.compare import make_methods
     from fairpca.tradeoff import tradeoff_curve_split
 
-    _check_output(output, force)
+    _check_output(output, force, data_options)
     _check_jobs(n_jobs)
     split, source, methods = _resolve_split(**data_options)
     n_components, random_state = data_options["n_components"], data_options["random_state"]
@@ -727,8 +566,8 @@ def tradeoff(metrics, n_bootstrap, n_jobs, output, force, **data_options):
         )
         raise click.ClickException(f"{missing} be fitted (the reasons are above).")
     if output is not None:
-        with _staged(output) as staging:
-            written = _write_tradeoff(curve, table, staging, source)
+        with staged(output) as staging:
+            written = write_tradeoff(curve, table, staging, source)
         click.echo(f"wrote {', '.join(written)} to {output}")
 
 
@@ -748,35 +587,6 @@ def _with_intervals(table, columns):
             )
         ]
     return shown
-
-
-def _write_tradeoff(curve, table, output, source):
-    from fairpca._html import html_report
-    from fairpca._output import csv_safe, write_text
-    from fairpca.plotting import plot_tradeoff_curve
-
-    csv_safe(table).to_csv(output / "tradeoff.csv", **_CSV)
-    figure = plot_tradeoff_curve(curve)
-    figure.savefig(output / "tradeoff.png", dpi=120)
-    figure.savefig(output / "tradeoff.svg")
-    attrs = curve.attrs
-    facts = {
-        "data": source,
-        "target dimension d": attrs["n_components"],
-        "seed": attrs["random_state"],
-        "intervals": (
-            f"{attrs['confidence']:.0%} percentile bootstrap, {attrs['n_bootstrap']} resamples "
-            "of the held-out rows within each group (fits not repeated)"
-        ),
-    }
-    frontier = table[table["on_frontier"]]
-    sections = [
-        ("Frontier: settings no other setting beats on every measure", [frontier]),
-        ("Fairness against retained variance", [figure]),
-        ("Every setting", [table]),
-    ]
-    write_text(output / "report.html", html_report("fairpca tradeoff", facts, sections))
-    return ["tradeoff.csv", "tradeoff.png", "tradeoff.svg", "report.html"]
 
 
 @cli.command()
@@ -838,7 +648,7 @@ def reproduce(target, list_targets, quick, output, force, data_home, splits, dat
         raise click.UsageError(
             f"unknown target {target!r}; valid targets: {', '.join(rep.TARGETS)}."
         )
-    _check_output(output, force)
+    _check_output(output, force, {"data_home": data_home})
     _check_jobs(n_jobs)
     info = rep.TARGETS[target]
     try:
@@ -904,14 +714,34 @@ def reproduce(target, list_targets, quick, output, force, data_home, splits, dat
     for method, reason in unavailable.items():
         click.echo(f"{method}: not available ({reason})", err=True)
     if output is not None:
-        with _staged(output) as staging:
+        with staged(output) as staging:
             written = rep.write_report(result, staging, force=True)
         click.echo(f"wrote {', '.join(written)} to {output}")
 
 
 def main(argv=None):
-    """Entry point of the ``fairpca`` console script."""
-    return cli.main(args=argv, prog_name="fairpca")
+    """Entry point of the ``fairpca`` console script.
+
+    Ctrl-C (SIGINT) ends the command with one line and status 130, the shell's
+    convention, without a traceback; what the command had staged is removed
+    and ``--output`` is left as it was (or complete, if it was already in place).
+    """
+    try:
+        return cli.main(args=argv, prog_name="fairpca", standalone_mode=False)
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    except (click.Abort, KeyboardInterrupt):
+        return interrupted()
+
+
+def interrupted():
+    """Say that the command was interrupted; the exit status of a SIGINT, 130."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C: no traceback either
+    click.echo("fairpca: interrupted.", err=True)
+    return 130
 
 
 if __name__ == "__main__":  # pragma: no cover
