@@ -201,7 +201,7 @@ def test_partial_fit_needs_two_groups_before_transform(small):
     X, s = small
     est = StreamingFairPCA(2, block_size=100, random_state=0)
     est.partial_fit(X[s == 0][:300], sensitive_features=s[s == 0][:300])
-    with pytest.raises(NotFittedError, match="has seen 1 group"):
+    with pytest.raises(NotFittedError, match="consumed so far hold 1 group"):
         est.transform(X)
     est.partial_fit(X[:200], sensitive_features=s[:200])
     assert est.transform(X).shape == (X.shape[0], 2)

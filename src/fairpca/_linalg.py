@@ -11,6 +11,8 @@ __all__ = [
     "block_power_iteration",
     "flip_signs",
     "orthonormal_block",
+    "power_block_width",
+    "power_stop_message",
     "rayleigh_ritz",
     "ritz_subspace_error",
     "row_space",
@@ -292,3 +294,41 @@ def block_power_iteration(apply, start, n_keep, tol, max_iter, rng, project=None
     if progress is not None:
         progress.done(result, tol)
     return result
+
+
+def power_block_width(n_keep, oversampling, dimension):
+    """Columns of the power block: ``n_keep + oversampling``, at least one extra, at most all.
+
+    The extra column's Ritz value estimates the eigengap of the stopping rule;
+    a block as wide as the domain (``dimension``) makes the Ritz pairs exact.
+    """
+    return min(n_keep + max(oversampling, 1), dimension)
+
+
+def power_stop_message(phase, result, tol, n_keep, oversampling):
+    """One line: which phase stopped, its estimated error, and why.
+
+    Either the estimate stalled (eigenvalues ``n_keep`` and ``n_keep + 1``
+    too close for ``tol`` at working precision), or ``max_iter`` ran
+    out: the error shrinks by about ``ratio`` per iteration, so about
+    ``log(tol / error) / log(ratio)`` more would be needed.
+    """
+    head = (
+        f"{phase} stopped after {result.n_iter} power iterations with an "
+        f"estimated subspace error of {result.error:.3g} > tol={tol:g}"
+    )
+    relative_gap = result.gap / result.largest
+    if result.stalled:
+        return (
+            f"{head}: the estimate stopped decreasing at rounding level, as eigenvalues "
+            f"{n_keep} and {n_keep + 1} nearly tie (relative eigengap {relative_gap:.2g}); the "
+            f"top-{n_keep} subspace is not determined to tol at working precision (its "
+            "captured variance is)."
+        )
+    more = np.log(tol / result.error) / np.log(result.ratio) if 0 < result.ratio < 1 else np.inf
+    return (
+        f"{head}: max_iter reached; at the estimated convergence factor {result.ratio:.4g} "
+        f"per iteration (relative eigengap {relative_gap:.2g}) about {more:.3g} more "
+        f"iterations would reach tol: raise max_iter, or oversampling (now {oversampling}) "
+        "for a smaller factor."
+    )
