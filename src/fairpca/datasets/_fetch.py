@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import re
 import shutil
 import tempfile
 import urllib.error
@@ -330,11 +331,27 @@ def _verify(path, expected):
 
 
 def _download(entry, target):
-    """Fetch ``entry.url`` into ``target`` atomically, verifying the checksum first."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    logger.info("downloading %s to %s", entry.url, target)
-    fd, tmp_name = tempfile.mkstemp(prefix=target.name + ".", suffix=".part", dir=target.parent)
+    """Fetch ``entry.url`` into ``target`` atomically, verifying the checksum first.
+
+    The bytes go to ``TARGET.PID-XXXX.part`` beside ``target`` and are renamed
+    into place once verified; the ``.part`` files of killed downloads (their
+    pid dead) are removed first.
+    """
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        _clean_partial_downloads(target)
+        fd, tmp_name = tempfile.mkstemp(
+            prefix=f"{target.name}.{os.getpid()}-", suffix=".part", dir=target.parent
+        )
+    except OSError as exc:
+        raise OSError(
+            f"cannot download data file {target.name} into the data home {target.parent}: "
+            f"{exc.strerror or exc}. Point --data-home (the data_home argument) or "
+            "FAIRPCA_DATA at a writable folder, or download the file elsewhere and put it at "
+            f"{target}."
+        ) from exc
     tmp = Path(tmp_name)
+    logger.info("downloading %s to %s", entry.url, target)
     try:
         with os.fdopen(fd, "wb") as out:
             with urllib.request.urlopen(entry.url, timeout=60) as response:
@@ -354,6 +371,36 @@ def _download(entry, target):
         ) from exc
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def _clean_partial_downloads(target):
+    """Remove the ``.part`` files a killed download of ``target`` left (their pid is dead).
+
+    Returns
+    -------
+    removed : list of pathlib.Path
+    """
+    pattern = re.compile(rf"^{re.escape(target.name)}\.(\d+)-.*\.part$")
+    removed = []
+    for path in target.parent.iterdir():
+        match = pattern.match(path.name)
+        if match is None or _pid_alive(int(match.group(1))):
+            continue
+        path.unlink(missing_ok=True)
+        logger.warning("removed %s, left by a killed download", path)
+        removed.append(path)
+    return removed
+
+
+def _pid_alive(pid):
+    """Whether process ``pid`` exists on this host."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # someone else's process
+        return True
+    return pid > 0
 
 
 def fetch_unpublished(relpath, source, *, data_home=None, download=False):
