@@ -111,6 +111,11 @@ _KERNEL_PARAMS = {
 }
 _METHODS = ("auto", "exact", "approx")
 
+#: Kernels whose centred feature map does not change when a constant is added to
+#: every row: the rows are centred on the training mean before the kernel is
+#: evaluated, so that the kernel never sees the offset's magnitude.
+_TRANSLATION_INVARIANT = ("rbf", "laplacian", "linear")
+
 #: Rows of the median bandwidth rule (as in :class:`~fairpca.MMDFairPCA`).
 _BANDWIDTH_ROWS = 2000
 
@@ -145,6 +150,17 @@ class _FourierFeatures:
 
     def transform(self, X):
         return _rff_features(X - self.shift, self.frequencies)
+
+
+@dataclass(frozen=True)
+class _ShiftedMap:
+    """A fitted feature map applied to ``X - shift`` (translation-invariant kernels)."""
+
+    shift: np.ndarray
+    feature_map: object
+
+    def transform(self, X):
+        return self.feature_map.transform(X - self.shift)
 
 
 def _blocks(n_rows, row_bytes):
@@ -306,6 +322,12 @@ class FairKernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
     random_state : int, RandomState instance or None, default=None
         Seeds the bandwidth subsample, the random frequencies or landmarks,
         and the ARPACK start vector.
+    copy_X : bool, default=True
+        Exact method: keep a copy of the training rows in ``X_fit_`` (as
+        scikit-learn's :class:`~sklearn.decomposition.KernelPCA`). ``False``
+        keeps a reference to the caller's array when no conversion was
+        needed: cheaper, but changing that array afterwards changes
+        :meth:`transform`.
 
     Attributes
     ----------
@@ -315,6 +337,19 @@ class FairKernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
         Method used.
     gamma_ : float or None
         Kernel coefficient used (None for ``"linear"`` and ``"cosine"``).
+    kernel_ : str
+        Kernel used.
+    kernel_params_ : dict
+        The parameters passed to the kernel (``gamma``, ``degree``,
+        ``coef0``: those it reads), resolved at fit. :meth:`transform` reads
+        only these fitted values, so ``set_params`` after ``fit`` does not
+        change it (refit to use new values).
+    centre_ : ndarray of shape (n_features_in_,) or None
+        For the translation-invariant kernels (``"rbf"``, ``"laplacian"``,
+        ``"linear"``: their centred feature map is unchanged by a common
+        offset of the rows), the training mean, subtracted from every row
+        before the kernel is evaluated so that an offset's magnitude never
+        enters the kernel's rounding; None for the others.
     groups_ : ndarray of shape (n_groups,) or None
         Sorted group labels seen in ``fit`` (None when fitted without groups).
     group_counts_ : ndarray of shape (n_groups,) or None
@@ -373,6 +408,7 @@ class FairKernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
         max_exact_samples: int = 5000,
         n_random_features: int = 512,
         random_state: int | np.random.RandomState | None = None,
+        copy_X: bool = True,
     ) -> None:
         self.n_components = n_components
         self.kernel = kernel
@@ -383,6 +419,7 @@ class FairKernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
         self.max_exact_samples = max_exact_samples
         self.n_random_features = n_random_features
         self.random_state = random_state
+        self.copy_X = copy_X
 
     # ------------------------------------------------------------ validation
     def _check_params(self):
@@ -401,6 +438,8 @@ class FairKernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
         check_number(self.coef0, "coef0", numbers.Real)
         check_number(self.max_exact_samples, "max_exact_samples", minimum=2)
         check_number(self.n_random_features, "n_random_features", minimum=1)
+        if not isinstance(self.copy_X, bool | np.bool_):
+            raise TypeError(f"copy_X must be a bool, got {self.copy_X!r}.")
         return check_number(self.n_components, "n_components", minimum=1)
 
     def _resolve_method(self, n):
@@ -453,10 +492,22 @@ class FairKernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
             ) from None
         return 0.5 / sigma**2
 
-    def _pairwise(self, A, B, gamma):
-        params = {"gamma": gamma, "degree": self.degree, "coef0": self.coef0}
-        wanted = {name: params[name] for name in _KERNEL_PARAMS[self.kernel]}
-        return pairwise_kernels(A, B, metric=self.kernel, **wanted)
+    def _resolve_kernel(self, gamma, mean):
+        """Record the kernel, its parameters and the centre used from now on (fit only)."""
+        self.gamma_ = gamma
+        self.kernel_ = self.kernel
+        params = {"gamma": gamma, "degree": int(self.degree), "coef0": float(self.coef0)}
+        self.kernel_params_ = {name: params[name] for name in _KERNEL_PARAMS[self.kernel]}
+        invariant = self.kernel in _TRANSLATION_INVARIANT
+        self.centre_ = np.array(mean, dtype=np.float64) if invariant else None
+
+    def _pairwise(self, A, B=None):
+        """The fitted kernel between rows of ``A`` and ``B`` (already centred by ``centre_``)."""
+        return pairwise_kernels(A, B, metric=self.kernel_, **self.kernel_params_)
+
+    def _centred(self, X):
+        """``X - centre_`` (a new array), or ``X`` itself for kernels without a centre."""
+        return X if self.centre_ is None else X - self.centre_
 
     # ------------------------------------------------------------------- fit
     @transactional
@@ -533,10 +584,11 @@ class FairKernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
         self.method_, self.n_components_ = method, d
         self.groups_ = groups
         self.group_counts_ = None if groups is None else counts
-        self.gamma_ = self._kernel_gamma(n, X.shape[1], X.__getitem__, seeds[0])
+        gamma = self._kernel_gamma(n, X.shape[1], X.__getitem__, seeds[0])
+        self._resolve_kernel(gamma, X.mean(axis=0))
         if method == "exact":
             return self._fit_exact(X, codes, counts, d, seeds[2])
-        fmap = self._feature_map(n, X.mean(axis=0), X.__getitem__, seeds[1])
+        fmap = self._feature_map(n, self.centre_, X.__getitem__, seeds[1])
         label_set = np.zeros(1, dtype=np.intp) if groups is None else np.arange(len(groups))
         moments = None
         for lo, hi in _blocks(X.shape[0], 8 * self._n_approx_features(n)):
@@ -591,16 +643,17 @@ class FairKernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
         self.method_, self.n_components_ = "approx", d
         self.groups_ = moments.groups if labels is not None else None
         self.group_counts_ = moments.counts if labels is not None else None
-        self.gamma_ = self._kernel_gamma(n, X.shape[1], read_rows, seeds[0])
+        gamma = self._kernel_gamma(n, X.shape[1], read_rows, seeds[0])
+        self._resolve_kernel(gamma, moments.pooled_mean)
         fmap = self._feature_map(n, moments.pooled_mean, read_rows, seeds[1])
         features = GroupMoments.from_dask(X, labels, transform=fmap.transform)
         self._solve_approx(fmap, features, d)
 
     def _fit_exact(self, X, codes, counts, d, seed):
-        K = self._pairwise(X, None, self.gamma_)
+        K = self._pairwise(self._centred(X))
         alpha, Z, col_means, rank = _exact_dual(K, codes, counts, d, seed)
         del K
-        self.X_fit_ = X
+        self.X_fit_ = X.copy() if self.copy_X else X
         self.dual_coef_ = alpha
         self._offset = col_means @ alpha
         self.n_constraints_ = rank
@@ -626,16 +679,15 @@ class FairKernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
             return _FourierFeatures(mean, frequencies)
         from sklearn.kernel_approximation import Nystroem
 
-        params = {"gamma": self.gamma_, "degree": self.degree, "coef0": self.coef0}
         width = self._n_approx_features(n)
         # The rows Nystroem picks from all n rows with this seed.
         landmarks = read_rows(np.sort(check_random_state(seed).permutation(n)[:width]))
-        return Nystroem(
-            kernel=self.kernel,
-            n_components=width,
-            random_state=seed,
-            **{name: params[name] for name in _KERNEL_PARAMS[self.kernel]},
-        ).fit(landmarks)
+        nystroem = Nystroem(
+            kernel=self.kernel_, n_components=width, random_state=seed, **self.kernel_params_
+        )
+        if self.centre_ is None:
+            return nystroem.fit(landmarks)
+        return _ShiftedMap(self.centre_, nystroem.fit(landmarks - self.centre_))
 
     def _solve_approx(self, fmap, moments, d):
         """Mean-matching PCA of the feature moments; sets the fitted attributes."""
@@ -670,8 +722,9 @@ class FairKernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
         X = self._validate_test_X(X)
         Z = np.empty((X.shape[0], self.n_components_))
         if self.method_ == "exact":
+            X_fit = self._centred(self.X_fit_)
             for lo, hi in _blocks(X.shape[0], 8 * self.X_fit_.shape[0]):
-                Kt = self._pairwise(X[lo:hi], self.X_fit_, self.gamma_)
+                Kt = self._pairwise(self._centred(X[lo:hi]), X_fit)
                 Z[lo:hi] = Kt @ self.dual_coef_ - self._offset
         else:
             for lo, hi in _blocks(X.shape[0], 8 * self.components_.shape[1]):
