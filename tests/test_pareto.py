@@ -26,7 +26,14 @@ from fairpca.riemannian import random_point, retract_polar, subspace_distance
 def fit_quiet(est, X, s):
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
+        # The paper's summed losses level groups down (tested on its own below).
+        warnings.filterwarnings("ignore", "ParetoFairPCA leaves", UserWarning)
         return est.fit(X, sensitive_features=s)
+
+
+def paper(n_components, **params):
+    """Kamani et al.'s ParetoFairPCA: disparity errors summed over each group's rows."""
+    return ParetoFairPCA(n_components, group_loss="summed", **params)
 
 
 def mean_abs_gap(X, s, projection, d=None):
@@ -287,7 +294,7 @@ def best_fair_loss(X, s, d, n_starts=0):
 def test_binary_fit_is_fair_and_nearly_as_cheap_as_the_best_fair_subspace(binary):
     X, s = binary
     d = 3
-    est = fit_quiet(ParetoFairPCA(d), X, s)
+    est = fit_quiet(paper(d), X, s)
     pca = PCA(n_components=d).fit(X)
     assert est.converged_ and est.direction_norm_ <= est.tol
     assert est.history_["direction_norm"][-1] == est.direction_norm_
@@ -305,7 +312,7 @@ def test_binary_fit_is_fair_and_nearly_as_cheap_as_the_best_fair_subspace(binary
 def test_objectives_never_increase_and_history_is_consistent(binary):
     X, s = binary
     for kind in ("pairwise", "single"):
-        est = fit_quiet(ParetoFairPCA(3, disparity=kind), X, s)
+        est = fit_quiet(paper(3, disparity=kind), X, s)
         for record in (est.history_, est.start_history_):
             f = record["objectives"]
             n = len(f)
@@ -351,9 +358,9 @@ def test_disparity_ratio_bounds_the_result_and_one_returns_pca(binary):
     d = 3
     pca = PCA(n_components=d).fit(X)
     for ratio in (0.5, 0.2):
-        est = fit_quiet(ParetoFairPCA(d, disparity_ratio=ratio), X, s)
+        est = fit_quiet(paper(d, disparity_ratio=ratio), X, s)
         assert mean_abs_gap(X, s, est) <= ratio * mean_abs_gap(X, s, pca) * (1 + 1e-9)
-    est = fit_quiet(ParetoFairPCA(d, disparity_ratio=1.0), X, s)
+    est = fit_quiet(paper(d, disparity_ratio=1.0), X, s)
     assert subspace_distance(est.components_.T, pca.components_.T) < 1e-8
     assert est.n_iter_ == 0
 
@@ -372,7 +379,7 @@ def test_alpha_does_not_change_the_iterates(binary):
 
 def test_auto_alpha_is_appendix_c_bound(binary):
     X, s = binary
-    est = fit_quiet(ParetoFairPCA(2), X, s)
+    est = fit_quiet(paper(2), X, s)
     Xc = X - X.mean(axis=0)
     S = [Xc[s == g].T @ Xc[s == g] for g in np.unique(s)]
     # gamma_max(X_a^T X_a) - gamma_min(X_b^T X_b), largest over a != b.
@@ -416,7 +423,7 @@ def test_identical_groups_give_pca():
 def test_three_groups(kind):
     X, s = three_groups(seed=5)
     d = 2
-    est = fit_quiet(ParetoFairPCA(d, disparity=kind), X, s)
+    est = fit_quiet(paper(d, disparity=kind), X, s)
     pca = PCA(n_components=d).fit(X)
     assert est.converged_ and len(est.objective_names_) == 4
     fair = pairwise_disparity_error(X, s, est)
@@ -498,7 +505,7 @@ def test_many_groups_reach_the_disparity_ratio_at_the_grid_cost():
     X, s = race_like(8)
     gaps, loss, at = lines_grid(X, s)
     gaps_pca, loss_pca = at(pca_basis(X, 1))
-    est = fit_quiet(ParetoFairPCA(1), X, s)
+    est = fit_quiet(paper(1), X, s)
     gaps_fit, loss_fit = at(est.components_)
     largest = np.max(np.abs(gaps_pca))
     assert np.max(np.abs(gaps_fit)) <= 0.1 * largest * (1 + 1e-9)
@@ -522,7 +529,7 @@ def test_many_groups_unreachable_ratio_stops_at_the_least_spread():
     gaps_pca, _ = at(pca_basis(X, 1))
     largest = np.max(np.abs(gaps_pca))
     assert np.min(np.max(np.abs(gaps), axis=1)) > 0.15 * largest  # 0.1 is out of reach
-    est = fit_quiet(ParetoFairPCA(1), X, s)
+    est = fit_quiet(paper(1), X, s)
     gaps_fit, _ = at(est.components_)
     spread_grid = np.min(np.sum(gaps**2, axis=1))
     assert np.sum(gaps_fit**2) <= 1.01 * spread_grid
@@ -547,7 +554,7 @@ def test_group_smaller_than_n_components():
     assert z_small * scale == pytest.approx(loss_small, rel=1e-8)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        est = ParetoFairPCA(d).fit(X, sensitive_features=s)
+        est = paper(d).fit(X, sensitive_features=s)
     assert np.all(np.isfinite(est.components_))
     assert mean_abs_gap(X, s, est) < mean_abs_gap(X, s, PCA(n_components=d).fit(X))
 
@@ -558,7 +565,7 @@ def test_abs_and_exp_penalties_run(binary):
     for psi in ("abs", "exp"):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
-            est = ParetoFairPCA(3, psi=psi).fit(X, sensitive_features=s)
+            est = paper(3, psi=psi).fit(X, sensitive_features=s)
         assert mean_abs_gap(X, s, est) <= 0.2 * mean_abs_gap(X, s, pca)
         f = est.history_["objectives"]
         assert np.all(np.diff(f, axis=0) <= 1e-12 * np.abs(f[:-1]))
@@ -571,6 +578,8 @@ def test_abs_and_exp_penalties_run(binary):
     "params, error, match",
     [
         ({"disparity": "both"}, ValueError, "disparity"),
+        ({"group_loss": "mean"}, ValueError, "group_loss must be one of 'per_row', 'summed'"),
+        ({"group_loss": None}, ValueError, "group_loss"),
         ({"psi": "cube"}, ValueError, "psi"),
         ({"disparity_ratio": 0.0}, ValueError, "disparity_ratio"),
         ({"disparity_ratio": 1.5}, ValueError, "disparity_ratio"),
@@ -606,6 +615,151 @@ def test_verbose_logs(binary, caplog):
     assert any("Pareto descent" in r.message for r in caplog.records)
 
 
+# ------------------------------------------ per-row or summed group losses (issue 43)
+
+
+def per_row_reference(X, s, U, d):
+    """Pairwise disparities of ``E_a / n_a`` at ``U`` over their largest size at PCA.
+
+    From the raw rows (SVD of each group's rows), independent of the module:
+    Kamani et al.'s summed errors with each group re-weighted by ``1 / n_a``.
+    """
+    Xc = X - X.mean(axis=0)
+
+    def per_row(V):
+        out = []
+        for g in np.unique(s):
+            A = Xc[s == g]
+            own = np.sum(np.linalg.svd(A, compute_uv=False)[d:] ** 2)
+            out.append((np.sum((A - A @ V @ V.T) ** 2) - own) / len(A))
+        return np.array([a - b for a, b in combinations(out, 2)])
+
+    return per_row(U) / np.max(np.abs(per_row(pca_basis(X, d))))
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_per_row_objectives_are_summed_ones_reweighted_by_group_size(seed):
+    X, s = three_groups(seed=seed)
+    d = 2
+    Xc = X - X.mean(axis=0)
+    groups = np.unique(s)
+    counts = np.array([np.sum(s == g) for g in groups])
+    scatters = np.array([Xc[s == g].T @ Xc[s == g] for g in groups]) / np.sum(Xc**2)
+    spectra = np.linalg.eigvalsh(scatters)
+    U0 = pca_basis(X, d)
+    weights = pareto._group_weights(counts, "per_row")
+    np.testing.assert_allclose(weights, len(X) / counts, rtol=1e-15)
+    np.testing.assert_array_equal(pareto._group_weights(counts, "summed"), 1.0)
+    labels = [str(g) for g in groups]
+    per_row, _, _ = pareto._objective_vectors(
+        scatters, spectra, U0, "pairwise", "abs", 0.0, labels, weights
+    )
+    summed, _, _ = pareto._objective_vectors(scatters, spectra, U0, "pairwise", "abs", 0.0, labels)
+    for U in (U0, random_point(X.shape[1], d, random_state=seed)):
+        # psi = "abs": the values are |z|, the normalised pairwise gaps.
+        np.testing.assert_allclose(
+            per_row.values(U)[1:], np.abs(per_row_reference(X, s, U, d)), rtol=1e-9
+        )
+        assert per_row.values(U)[0] == pytest.approx(summed.values(U)[0], rel=1e-12)  # loss
+    # The groups differ in size, so the two normalisations are different problems ...
+    assert not np.allclose(per_row.values(U)[1:], summed.values(U)[1:], rtol=1e-3)
+    # ... with equal sizes, n / n_a is one constant and the objectives are the same.
+    equal, _, _ = pareto._objective_vectors(
+        scatters, spectra, U0, "pairwise", "abs", 0.0, labels, np.full(len(groups), 3.0)
+    )
+    np.testing.assert_allclose(equal.values(U), summed.values(U), rtol=1e-12)
+
+
+def test_summed_losses_level_the_best_served_group_down_per_row_ones_do_not():
+    # Groups of 300, 180 and 120 rows; PCA serves the largest (0) best per row.
+    X, s = three_groups(seed=1)
+    d = 2
+    base = marginal_loss(X, s, PCA(n_components=d).fit(X), n_components=d)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        summed = fit_quiet(paper(d), X, s)
+    per_row = fit_quiet(ParetoFairPCA(d), X, s)
+    loss = {
+        name: marginal_loss(X, s, est) for name, est in (("summed", summed), ("per_row", per_row))
+    }
+    assert base[0] < 0.1 * min(base[1], base[2])
+    # Equalising the sums E_a = n_a l_a: the groups' per-row losses move towards
+    # l_a proportional to 1 / n_a, and group 0's grows several fold.
+    assert loss["summed"][0] > 4 * base[0]
+    # Per row, with the start search's bound: no group above 1.5 times PCA's, and
+    # the worst-served group is still better off than under PCA.
+    for g in base:
+        assert loss["per_row"][g] <= pareto._WORSE_OFF_FACTOR * base[g]
+    assert max(loss["per_row"].values()) < max(base.values())
+    assert per_row.start_status_ == "bound"
+
+
+def test_group_losses_match_the_marginal_loss_metric():
+    X, s = three_groups(seed=1)
+    d = 2
+    est = fit_quiet(ParetoFairPCA(d), X, s)
+    pca = PCA(n_components=d).fit(X)
+    fit_losses = marginal_loss(X, s, est, n_components=d)
+    pca_losses = marginal_loss(X, s, pca, n_components=d)
+    np.testing.assert_allclose(est.group_losses_, [fit_losses[g] for g in est.groups_], rtol=1e-9)
+    np.testing.assert_allclose(
+        est.pca_group_losses_, [pca_losses[g] for g in est.groups_], rtol=1e-9
+    )
+    assert not np.allclose(est.group_losses_, est.pca_group_losses_, rtol=1e-3)
+    # Integer sample weights: the group sizes are total weights, as repeated rows.
+    w = np.where(s == 0, 3, 1)
+    weighted = ParetoFairPCA(d).fit(X, sensitive_features=s, sample_weight=w)
+    repeated = ParetoFairPCA(d).fit(np.repeat(X, w, axis=0), sensitive_features=np.repeat(s, w))
+    assert subspace_distance(weighted.components_.T, repeated.components_.T) < 1e-6
+    np.testing.assert_allclose(weighted.group_losses_, repeated.group_losses_, rtol=1e-6)
+
+
+def test_worse_off_warning_names_the_groups_and_factors():
+    X, s = three_groups(seed=1)
+    d = 2
+    with pytest.warns(UserWarning, match="worse off than PCA by more than 1.5x") as caught:
+        est = paper(d).fit(X, sensitive_features=s)
+    ratio = est.group_losses_ / est.pca_group_losses_
+    worse = np.flatnonzero(ratio > pareto._WORSE_OFF_FACTOR)
+    assert worse.size == 1  # the tiny group, checked against the metric:
+    base = marginal_loss(X, s, PCA(n_components=d).fit(X), n_components=d)
+    fit = marginal_loss(X, s, est, n_components=d)
+    g = est.groups_[worse[0]]
+    assert fit[g] / base[g] == pytest.approx(ratio[worse[0]], rel=1e-9)
+    assert fit[g] > pareto._WORSE_OFF_FACTOR * base[g]
+    messages = [str(w.message) for w in caught if "worse off" in str(w.message)]
+    assert len(messages) == 1
+    assert f"'{g}' {base[g]:.4g} -> {fit[g]:.4g} ({fit[g] / base[g]:.3g}x)" in messages[0]
+    assert "group_loss='per_row'" in messages[0]
+
+
+@pytest.mark.parametrize("params", [{}, {"group_loss": "summed", "disparity_ratio": 1.0}])
+def test_no_worse_off_warning_when_no_group_is_worse_off(params):
+    X, s = three_groups(seed=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # any warning fails the test
+        est = ParetoFairPCA(2, **params).fit(X, sensitive_features=s)
+    assert np.all(est.group_losses_ <= pareto._WORSE_OFF_FACTOR * est.pca_group_losses_)
+    if params:  # disparity_ratio = 1 returns PCA
+        np.testing.assert_allclose(est.group_losses_, est.pca_group_losses_, rtol=1e-9)
+
+
+def test_worse_off_factor_is_a_bound_of_the_per_row_start_search(monkeypatch):
+    X, s = three_groups(seed=1)
+    d = 2
+    est = fit_quiet(ParetoFairPCA(d), X, s)
+    # Without the bound, the per-row start search levels group 0 down further.
+    monkeypatch.setattr(pareto, "_WORSE_OFF_FACTOR", np.inf)
+    free = fit_quiet(ParetoFairPCA(d), X, s)
+    base = marginal_loss(X, s, PCA(n_components=d).fit(X), n_components=d)
+    unbounded = marginal_loss(X, s, free, n_components=d)
+    bounded = marginal_loss(X, s, est, n_components=d)
+    assert unbounded[0] / base[0] > 1.5 >= bounded[0] / base[0]
+    assert est.start_status_ == "bound" and free.start_status_ != "bound"
+    # The Pareto descent kept group 0's loss from rising past the start's.
+    assert "loss[0]" in est.objective_names_
+
+
 # ------------------------------------------------------------ Kamani's data
 
 
@@ -627,7 +781,7 @@ KAMANI_D = 10
 def test_kamani_binary(kamani_splits, case):
     split = kamani_splits[case]
     X, s = split.X_train, split.s_train
-    est = fit_quiet(ParetoFairPCA(KAMANI_D), X, s)
+    est = fit_quiet(paper(KAMANI_D), X, s)
     pca = PCA(n_components=KAMANI_D).fit(X)
     assert est.converged_
     assert mean_abs_gap(X, s, est) <= 0.2 * mean_abs_gap(X, s, pca)
@@ -639,7 +793,7 @@ def test_kamani_binary(kamani_splits, case):
 def test_kamani_multigroup_cuts_the_training_disparity(kamani_splits, case):
     split = kamani_splits[case]
     X, s = split.X_train, split.s_train
-    est = fit_quiet(ParetoFairPCA(KAMANI_D), X, s)
+    est = fit_quiet(paper(KAMANI_D), X, s)
     pca = PCA(n_components=KAMANI_D).fit(X)
     fair = pairwise_disparity_error(X, s, est)
     base = pairwise_disparity_error(X, s, pca)
@@ -696,7 +850,7 @@ def test_kamani_adult_race_training_disparity_far_below_pca():
 
     split = kamani("adult", "race", split=0)
     X, s = split.X_train, split.s_train
-    est = fit_quiet(ParetoFairPCA(KAMANI_D), X, s)
+    est = fit_quiet(paper(KAMANI_D), X, s)
     pca = PCA(n_components=KAMANI_D).fit(X)
     assert mean_abs_gap(X, s, est) <= 0.5 * mean_abs_gap(X, s, pca)
     assert reconstruction_error(X, est) <= 1.05 * reconstruction_error(X, pca)
@@ -716,10 +870,40 @@ def test_minmax_and_pareto_each_beat_pca_on_their_own_criterion(kamani_splits):
     d = KAMANI_D
     pca = PCA(n_components=d).fit(X)
     minmax = MinMaxLossFairPCA(n_components=d).fit(X, sensitive_features=s)
-    fair = fit_quiet(ParetoFairPCA(d), X, s)
+    fair = fit_quiet(paper(d), X, s)
 
     def max_marginal(proj):
         return max(marginal_loss(X, s, proj, n_components=d).values())
 
     assert max_marginal(minmax) <= max_marginal(pca) + 1e-9
     assert mean_abs_gap(X, s, fair, d) <= mean_abs_gap(X, s, pca, d)
+
+
+@pytest.mark.slow
+@pytest.mark.requires_data("adult")
+def test_adult_race_per_row_default_leaves_no_group_far_worse_off():
+    """Issue 43: Adult / race, split 0, d = 10, per-row losses from the metric.
+
+    PCA: 2.23, 0.72, 0.35, 0.78, 0.59 (Amer-Indian-Eskimo, Asian-Pac-Islander,
+    Black, Other, White); summed (the paper): 14.4, 5.13, 2.05, 0.92, 0.22.
+    """
+    from fairpca.experiments import kamani
+
+    split = kamani("adult", "race", split=0)
+    X, s = split.X_train, split.s_train
+    d = KAMANI_D
+    base = marginal_loss(X, s, PCA(n_components=d).fit(X), n_components=d)
+    est = fit_quiet(ParetoFairPCA(d), X, s)
+    loss = marginal_loss(X, s, est, n_components=d)
+
+    def gap(values):
+        return np.mean([abs(a - b) for a, b in combinations(values.values(), 2)])
+
+    for g in base:
+        assert loss[g] <= pareto._WORSE_OFF_FACTOR * base[g]
+    assert gap(loss) < 0.7 * gap(base)
+    assert max(loss.values()) < 0.75 * max(base.values())
+    with pytest.warns(UserWarning, match="Amer-Indian-Eskimo.*Asian-Pac-Islander.*Black"):
+        summed = paper(d).fit(X, sensitive_features=s)
+    loss = marginal_loss(X, s, summed, n_components=d)
+    assert gap(loss) > 5 * gap(base)

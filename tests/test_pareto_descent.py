@@ -294,3 +294,22 @@ def test_stagnation_warning_names_the_reason_and_the_budgets(monkeypatch):
     start_steps = len(est.start_history_["step"]) - 1
     assert f"after 3 Pareto-descent steps ({start_steps} more in the start search" in message
     assert "max_iter = 1000 applies to each" in message
+
+
+def test_admissible_stops_before_the_first_inadmissible_step():
+    rng = np.random.default_rng(0)
+    B = rng.standard_normal((8, 8))
+    objective = rayleigh_objective(B @ B.T / np.trace(B @ B.T))
+    U0 = random_point(8, 2, random_state=0)
+    free = descent._pareto_descent(objective, U0, tol=1e-6, max_iter=50)
+    assert free.n_steps > 3
+    seen = []
+
+    def admissible(V):
+        seen.append(V)
+        return len(seen) <= 3
+
+    run = descent._pareto_descent(objective, U0, tol=1e-6, max_iter=50, admissible=admissible)
+    assert run.status == "bound" and run.n_steps == 3 and len(seen) == 4
+    np.testing.assert_array_equal(run.point, seen[2])  # the last admissible point
+    assert len(run.step) == len(run.objectives) == 4 and run.step[-1] == 0

@@ -8,7 +8,7 @@ minimum-norm point of the convex hull of the normalised Riemannian gradients
 objectives themselves (values, gradients, rounding floors) live in
 :mod:`fairpca.pareto`; this module only needs their ``arguments``,
 ``penalties``, ``evaluate`` and ``gradient_floors`` methods and their
-``alpha_d`` and ``family`` attributes.
+``alpha_d`` and ``family`` attributes. The texts of the estimator's warnings are at the end.
 
 First trial of the step search. The Pareto descent uses Barzilai-Borwein
 estimates of the step (Barzilai & Borwein, IMA J. Numer. Anal. 8, 1988) for
@@ -406,6 +406,7 @@ def _pareto_descent(
     target=None,
     max_move=_MAX_MOVE,
     steer=None,
+    admissible=None,
     spectral=False,
     label="",
     verbose=0,
@@ -439,6 +440,10 @@ def _pareto_descent(
         iterate, since it is 0 at PCA), unless that direction is shorter than
         ``_STEER_MIN`` times the direction of ``objectives`` alone. Only
         ``objectives`` take part in the Armijo test and the stopping rule.
+    admissible : callable or None
+        ``admissible(U) -> bool``: when the point a step reaches is not
+        admissible, the run stops before that step, at the last admissible
+        iterate (status ``"bound"``). The start point is not tested.
     spectral : bool
         First trials from Barzilai-Borwein estimates (see :func:`_first_trial`).
     label : str
@@ -452,8 +457,8 @@ def _pareto_descent(
         ``status`` is ``"converged"``, ``"target"``, ``"max_iter"``,
         ``"stalled"`` (:func:`_stalled`: no objective decreased by more than
         ``_STALL_RTOL`` of its value and ``|D|`` reached no new low over the
-        last ``_STALL_WINDOW`` steps) or
-        ``"line search failed"``.
+        last ``_STALL_WINDOW`` steps), ``"line search failed"`` or ``"bound"``
+        (see ``admissible``).
     """
     values, z, G = objectives.evaluate(U)
     floors = objectives.gradient_floors(z, U.shape[1])
@@ -494,6 +499,9 @@ def _pareto_descent(
         if step is None:
             run.status = "line search failed"
             break
+        if admissible is not None and not admissible(step[1]):
+            run.status = "bound"
+            break
         previous = (U, normalised)
         eta, U, arguments, trials = step
         values, z, G = objectives.evaluate(U, arguments)
@@ -523,3 +531,52 @@ def _pareto_descent(
         norm,
     )
     return run
+
+
+# ---------------------------------------------------------------------------
+# the estimator's warnings
+# ---------------------------------------------------------------------------
+
+
+def _convergence_message(run, start_steps, tol, max_iter):
+    """The ``ConvergenceWarning`` of a Pareto descent that stopped with ``|D| > tol``."""
+    where = (
+        f"after {run.n_steps} Pareto-descent steps ({start_steps} more in the start search; "
+        f"max_iter = {max_iter} applies to each)"
+    )
+    advice = {
+        "max_iter": "Increase max_iter or tol.",
+        "stalled": (
+            f"Over the last {_STALL_WINDOW} steps no objective decreased by more than "
+            f"{_STALL_RTOL:g} of its value and |D| reached no new low: the descent is at a "
+            "kink of psi='abs' or at the rounding floor of the objectives; increase tol."
+        ),
+        "line search failed": (
+            "No step lowered every objective: the descent is at the rounding floor of the "
+            "objectives, or at a kink of psi='abs'; increase tol."
+        ),
+    }[run.status]
+    return (
+        f"ParetoFairPCA did not converge ({run.status}): |D| = {run.direction_norm[-1]:.3g} "
+        f"> tol = {tol:g} {where}. {advice}"
+    )
+
+
+def _worse_off_message(est, worse, factor):
+    """The ``UserWarning`` naming the groups whose per-row loss rose beyond the factor."""
+    parts = []
+    for a in np.flatnonzero(worse):
+        fit, pca = est.group_losses_[a], est.pca_group_losses_[a]
+        times = f"{fit / pca:.3g}x" if pca > 0 else "from 0"
+        parts.append(f"{str(est.groups_[a])!r} {pca:.4g} -> {fit:.4g} ({times})")
+    advice = (
+        " group_loss='per_row' weighs every group by its rows' average loss instead of its "
+        "sum over rows."
+        if est.group_loss == "summed"
+        else " A larger disparity_ratio keeps the fit closer to PCA."
+    )
+    return (
+        f"ParetoFairPCA leaves {len(parts)} group(s) worse off than PCA by more than "
+        f"{factor:g}x in per-row marginal loss (group_losses_ vs "
+        f"pca_group_losses_): {'; '.join(parts)}.{advice}"
+    )
