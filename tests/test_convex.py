@@ -271,6 +271,140 @@ def test_tied_eigenvalues_of_the_solution_warn():
     with pytest.warns(UserWarning, match="eigenvalues 2 and 3 of the SDP solution"):
         est = ConvexFairPCA(n_components=2).fit(X, sensitive_features=s)
     assert np.allclose(np.linalg.eigvalsh(est.relaxed_projection_), [0.5, 0.5, 1.0], atol=1e-4)
+    assert est.ambiguous_
+
+
+def _swapped_groups(a=1.0):
+    """Two groups of equal means, one spread along e1 and the other along e2.
+
+    The pooled covariance is ``(a^2 / 2) I`` and ``Q = diag(-a^2, a^2)``. With
+    ``d = 1`` and ``P = [[t, b], [b, 1 - t]]`` the objective is constant and
+    the penalty is ``2 mu a^2 (t^2 + (1 - t)^2 + 2 b^2)``: the SDP has the
+    unique solution ``P* = I / 2``, whose two eigenvalues are equal by the
+    symmetry exchanging the features and the groups.
+    """
+    X = a * np.array([[1, 0], [-1, 0], [0, 1], [0, -1]], float)
+    return X, np.array([0, 0, 1, 1])
+
+
+@pytest.mark.parametrize("solver", ["ADMM", "CLARABEL"])
+def test_eigengap_warning_on_a_solution_tied_by_symmetry(solver):
+    X, s = _swapped_groups()
+    est = ConvexFairPCA(n_components=1, mu=0.1, delta=0.0, solver=solver, tol=1e-8)
+    with pytest.warns(UserWarning, match=r"eigenvalues 1 and 2 .* eigengap_=") as record:
+        est.fit(X, sensitive_features=s)
+    assert len([w for w in record if "eigengap_" in str(w.message)]) == 1
+    # Unique optimum I / 2, so the eigenvalues are 1/2 to the solver's accuracy.
+    np.testing.assert_allclose(est.relaxed_projection_, np.eye(2) / 2, atol=1e-5)
+    # eigengap_ against an independent computation: P* is PSD, so its singular
+    # values are its eigenvalues.
+    singular = np.linalg.svd(est.relaxed_projection_, compute_uv=False)
+    assert est.eigengap_ == pytest.approx(singular[0] - singular[1], abs=1e-12)
+    assert est.eigengap_ <= 100 * est.tol and est.ambiguous_
+
+
+@pytest.mark.parametrize("solver", ["ADMM", "SCS"])
+def test_eigengap_of_a_well_separated_solution_gives_no_warning(solver):
+    X, s = _data()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        est = ConvexFairPCA(n_components=2, mu=0.01, delta=0.1, solver=solver, tol=1e-6)
+        est.fit(X, sensitive_features=s)
+    singular = np.linalg.svd(est.relaxed_projection_, compute_uv=False)
+    assert est.eigengap_ == pytest.approx(singular[1] - singular[2], abs=1e-12)
+    assert est.eigengap_ > 100 * est.tol and not est.ambiguous_
+    assert isinstance(est.ambiguous_, bool)
+
+
+def test_eigengap_threshold_is_twice_the_accuracy_of_the_eigenvalues():
+    # The rule itself, on given eigenvalues: warn iff the gap is at most 2 * 50 * r.
+    est = ConvexFairPCA(n_components=2)
+    eigenvalues = np.array([0.9, 0.6, 0.5, 0.0])
+    with pytest.warns(UserWarning, match=r"eigengap_=1.00e-01 <= 1.00e-01"):
+        est._check_eigengap(eigenvalues, 2, 1e-3)  # gap 0.1 = 100 * 1e-3: tied
+    assert est.ambiguous_ and est.eigengap_ == pytest.approx(0.1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        est._check_eigengap(eigenvalues, 2, 0.9e-3)  # gap 0.1 > 100 * 0.9e-3
+    assert not est.ambiguous_
+    est._check_eigengap(np.array([0.5, 0.5]), 2, 1e-3)  # d = p: the whole space
+    assert not est.ambiguous_ and est.eigengap_ == 0.5
+
+
+@pytest.mark.parametrize("factor", [1e100, 1e-100, 1e30])
+def test_rescaled_data_give_the_same_solution(factor):
+    # The SDP is homogeneous: X * c with (mu / c, delta * c) has the solutions of X.
+    X, s = _data()
+    ref = ConvexFairPCA(n_components=2, mu=0.01, delta=0.1).fit(X, sensitive_features=s)
+    est = ConvexFairPCA(n_components=2, mu=0.01 / factor, delta=0.1 * factor)
+    est.fit(X * factor, sensitive_features=s)
+    assert est.converged_ and ref.eigengap_ > 0.1
+    # Two certified intervals of one optimum (in the units of X) meet.
+    low, high = est.objective_ / factor, (est.objective_ + est.duality_gap_) / factor
+    assert low <= ref.objective_ + ref.duality_gap_ and ref.objective_ <= high
+    # Components within what a certified relative gap of 1e-6 moves them (well separated).
+    np.testing.assert_allclose(
+        est.components_.T @ est.components_, ref.components_.T @ ref.components_, atol=1e-5
+    )
+    np.testing.assert_allclose(
+        est.covariance_bounds_ / factor**2, ref.covariance_bounds_, rtol=1e-4
+    )
+
+
+def test_data_scale_is_an_exact_power_of_two():
+    from fairpca.convex import _data_scale
+    from fairpca.moments import GroupMoments
+
+    X, s = _data()
+    for factor, expected in [(1.0, 1.0), (1e100, 2.0**332), (3.0, 4.0)]:
+        moments = GroupMoments.from_arrays(X * factor, s)
+        # sqrt(tr Sigma / p) of standardised data is 1; 1e100 is 2^332.19.
+        assert _data_scale(moments) == expected
+
+
+def test_many_groups_are_refused_before_their_pairs_are_allocated(monkeypatch):
+    def fail(*args, **kwargs):
+        raise AssertionError("the pairwise arrays must not be built")
+
+    monkeypatch.setattr(fairpca.convex, "_pairwise_differences", fail)
+    rng = np.random.default_rng(0)
+    k = 10_000
+    X, s = rng.normal(size=(2 * k, 3)), np.repeat(np.arange(k), 2)
+    # 49,995,000 pairs: 8 * pairs * 3^2 * (1 + 16) bytes of covariance blocks, 57 GiB.
+    with pytest.raises(ValueError, match=r"10000 groups \(n_groups\) give 49995000 pairs.*GiB"):
+        ConvexFairPCA(n_components=1).fit(X, sensitive_features=s)
+    # Mean constraints alone: the solver's pairs x pairs system, 8 * pairs^2 bytes.
+    with pytest.raises(ValueError, match="mean constraints' normal equations"):
+        ConvexFairPCA(n_components=1, constraints="mean").fit(X, sensitive_features=s)
+    est = ConvexFairPCA(n_components=1)
+    with pytest.raises(ValueError):
+        est.fit(X, sensitive_features=s)
+    assert not hasattr(est, "components_")  # a refused fit leaves the estimator unfitted
+
+
+def test_memory_needs_count_every_pairwise_array():
+    from fairpca._validation import MAX_DENSE_MOMENT_BYTES
+    from fairpca.convex import _ADMM_COPIES, _check_memory, _memory_needs
+
+    p, k = 7, 5
+    pairs = 10
+    needs = dict(_memory_needs(p, k, covariances=True, mean_constraints=True))
+    assert needs == {
+        "pairwise mean differences": 8 * pairs * (p + 2),
+        "mean constraints' normal equations": 8 * pairs * (pairs + 2 * p),
+        "group covariances": 8 * k * p * p,
+        "pairwise covariance differences": 8 * pairs * p * p,
+        "covariance LMI blocks and their solver iterates": 8 * _ADMM_COPIES * 2 * pairs * p * p,
+    }
+    assert set(dict(_memory_needs(p, k, False, False))) == {"pairwise mean differences"}
+    # The most groups within the budget pass; one more is refused.
+    _check_memory(p, k, True, True)
+    largest_k = 2
+    while sum(n for _, n in _memory_needs(60, largest_k + 1, True, True)) <= MAX_DENSE_MOMENT_BYTES:
+        largest_k += 1
+    _check_memory(60, largest_k, True, True)
+    with pytest.raises(ValueError, match=f"{largest_k + 1} groups"):
+        _check_memory(60, largest_k + 1, True, True)
 
 
 #: The first splits of Lee et al.'s German credit protocol; all ten (and the other

@@ -93,6 +93,9 @@ _RHO_IMBALANCE = 5.0
 #: Fewest columns at which a mostly-zero LMI factor is kept sparse (below, the
 #: dense product is faster than scipy.sparse's per-call overhead).
 _SPARSE_FROM = 64
+#: Largest ``J x J x q`` array of the mean constraints' coupling formed in one product
+#: (beyond, row by row).
+_COUPLING_AT_ONCE = 2**22
 #: Eigenvalues beyond the d-th looked at for a tie when the SDP has no constraints.
 _TIE_SEARCH = 8
 #: Least seconds between two INFO lines on a solve's certificates.
@@ -236,8 +239,16 @@ class _NormalEquations:
         if mean_vectors is not None and len(mean_vectors):
             g = mean_vectors if self.basis is None else mean_vectors @ self.basis
             self.vectors = g
-            products = g[:, None, :] * g[None, :, :]  # (J, J, q): g_i * g_j
-            coupling = np.einsum("ija,ab,ijb->ij", products, self.inverse, products)
+            J, q = g.shape
+            if J * J * q <= _COUPLING_AT_ONCE:
+                products = g[:, None, :] * g[None, :, :]  # (J, J, q): g_i * g_j
+                coupling = np.einsum("ija,ab,ijb->ij", products, self.inverse, products)
+            else:
+                # Row by row: J x q at a time instead of J x J x q (many groups).
+                coupling = np.empty((J, J))
+                for i in range(J):
+                    products = g * g[i]
+                    coupling[i] = np.sum((products @ self.inverse) * products, axis=1)
             self.system = np.eye(len(g)) + coupling
 
     def solve(self, R):

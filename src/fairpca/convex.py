@@ -28,7 +28,6 @@ import logging
 import numbers
 import time
 import warnings
-from itertools import combinations
 from typing import Literal
 
 import numpy as np
@@ -39,7 +38,7 @@ from fairpca._base import FairPCABase
 from fairpca._fantope_admm import NoFeasiblePointError
 from fairpca._fantope_subspaces import solve_fpca_sdp
 from fairpca._linalg import row_space
-from fairpca._validation import check_number
+from fairpca._validation import MAX_DENSE_MOMENT_BYTES, check_number
 from fairpca._warnings import warn
 
 __all__ = ["ConvexFairPCA"]
@@ -87,6 +86,90 @@ def _check_lmi_work(q, factors, max_features, n_groups):
         )
 
 
+#: Accuracy of the eigenvalues of the solution P*, per unit of the solver's relative
+#: tolerance r. Measured against P* at tol / 1000 or below: the ADMM's eigenvalues
+#: (and P* itself, in spectral norm) moved by at most 2 r on the 20 splits of Lee et
+#: al.'s German credit and COMPAS protocols (d = 2, delta = 0.1); SCS's by at most 16 r
+#: (German credit splits 0-2, delta = 0, r = 1e-5 and 1e-6; P* itself up to 420 r,
+#: within near-tied eigenspaces).
+_EIGEN_ACCURACY = 50
+
+#: Arrays of the size of the LMI factors the ADMM holds at once: the factors, the
+#: blocks ``Z_k`` and ``V_k``, their part of ``t`` and the products ``F_k P`` formed
+#: in an iteration (counted generously: a refusal must come before the allocation).
+_ADMM_COPIES = 8
+
+
+def _memory_needs(n_features, n_groups, covariances, mean_constraints):
+    """Bytes of each array of the fit that grows with the number of groups, at most.
+
+    Parameters
+    ----------
+    n_features : int
+        ``p``.
+    n_groups : int
+        ``k``; the constraints are pairwise, for ``k (k - 1) / 2`` pairs.
+    covariances : bool
+        Whether the covariance LMIs are built (``constraints="both"``).
+    mean_constraints : bool
+        Whether the mean differences are constraints of the solver (``delta > 0``)
+        rather than removed from the coordinates.
+
+    Returns
+    -------
+    needs : list of (str, int)
+        What is allocated and its size in bytes, counted before any of it is:
+        the pair indices and mean differences (``n_pairs x p``); with
+        ``mean_constraints`` the ``n_pairs x n_pairs`` system of the ADMM's
+        normal equations; with ``covariances`` the group covariances
+        (``k p^2``), their pairwise differences (``n_pairs p^2``) and the two
+        LMI factors of each pair with the solver's iterates of their size
+        (:data:`_ADMM_COPIES` ``x 2 n_pairs p^2``: a factor has at most ``p``
+        rows).
+    """
+    p, k = int(n_features), int(n_groups)
+    pairs = k * (k - 1) // 2
+    needs = [("pairwise mean differences", 8 * pairs * (p + 2))]
+    if mean_constraints:
+        needs.append(("mean constraints' normal equations", 8 * pairs * (pairs + 2 * p)))
+    if covariances:
+        needs += [
+            ("group covariances", 8 * k * p * p),
+            ("pairwise covariance differences", 8 * pairs * p * p),
+            (
+                "covariance LMI blocks and their solver iterates",
+                8 * _ADMM_COPIES * 2 * pairs * p * p,
+            ),
+        ]
+    return needs
+
+
+def _check_memory(n_features, n_groups, covariances, mean_constraints):
+    """Refuse, before allocating them, pairwise arrays beyond :data:`MAX_DENSE_MOMENT_BYTES`.
+
+    Raises
+    ------
+    ValueError
+        Naming the number of groups and pairs, the largest array and the total
+        memory, if :func:`_memory_needs` sum to more than the budget.
+    """
+    needs = _memory_needs(n_features, n_groups, covariances, mean_constraints)
+    total = sum(size for _, size in needs)
+    if total <= MAX_DENSE_MOMENT_BYTES:
+        return
+    what, largest = max(needs, key=lambda need: need[1])
+    pairs = n_groups * (n_groups - 1) // 2
+    raise ValueError(
+        f"ConvexFairPCA: {n_groups} groups (n_groups) give {pairs} pairs of groups, each "
+        f"with its own constraints; at {n_features} features the arrays of those pairs "
+        f"would need up to {total / 2**30:.3g} GiB ({what}: {largest / 2**30:.3g} GiB), more "
+        f"than the budget of {MAX_DENSE_MOMENT_BYTES / 2**30:.3g} GiB "
+        "(fairpca._validation.MAX_DENSE_MOMENT_BYTES). Merge small groups, use fewer "
+        "features, or constraints='mean' with delta=0 (no covariance blocks, no pairwise "
+        "constraints in the solver)."
+    )
+
+
 #: Largest SDP (matrix entries of P and of every LMI block) handed to SCS when the
 #: ADMM stops short of its tolerance.
 _MAX_SCS_FALLBACK_SIZE = 200_000
@@ -110,7 +193,7 @@ def _import_cvxpy():
 # ---------------------------------------------------------------------------
 
 
-def _scaled_covariance(moments, objective_scale="paper"):
+def _scaled_covariance(moments, objective_scale="paper", scale=1.0):
     """Objective matrix: the original code's ``X^T X / (n ||X||_F)``, or its size-free form.
 
     Parameters
@@ -119,22 +202,52 @@ def _scaled_covariance(moments, objective_scale="paper"):
         Group moments of the training data.
     objective_scale : {"paper", "size_free"}, default="paper"
         See :class:`ConvexFairPCA`.
+    scale : float, default=1.0
+        The data's scale ``c`` (:func:`_data_scale`): the matrix is that of
+        ``X / c``, i.e. ``S / c``.
 
     Returns
     -------
     S : ndarray of shape (n_features, n_features)
         ``Sigma / sqrt(n tr Sigma)`` with ``Sigma`` the pooled covariance
-        (divisor ``n``), since ``||X||_F^2 = n tr Sigma``; ``Sigma / sqrt(tr Sigma)``
-        for ``"size_free"``. Zero for constant data.
+        (divisor ``n``) of ``X / c``, since ``||X||_F^2 = n tr Sigma``;
+        ``Sigma / sqrt(tr Sigma)`` for ``"size_free"``. Zero for constant data.
     """
-    sigma = moments.covariance()
+    sigma = moments.covariance() / scale**2
     rows = moments.n_samples if objective_scale == "paper" else 1.0
     norm = np.sqrt(rows * np.trace(sigma))
     return sigma / norm if norm > 0 else sigma
 
 
-def _pairwise_differences(moments, covariances):
-    """Mean and covariance differences of every pair of groups.
+def _data_scale(moments):
+    r"""The power of two ``c`` nearest to the data's RMS spread ``sqrt(tr Sigma / p)``.
+
+    The SDP is homogeneous in the data: for ``X / c`` the objective matrix is
+    ``S / c``, the mean differences ``f / c`` and the covariance differences
+    ``Q / c^2``, so that
+
+    .. math::
+
+        \langle S, P\rangle - \mu \sum \lambda_{\max}(P G P)
+        = c \Big(\langle S/c, P\rangle - (\mu c) \sum \lambda_{\max}(P\, G/c^2\, P)\Big),
+        \qquad f^T P f \le \delta^2 \iff (f/c)^T P (f/c) \le (\delta / c)^2 :
+
+    the problem of ``X`` with ``(mu, delta)`` has the same solutions ``P`` as
+    that of ``X / c`` with ``(mu c, delta / c)``, and ``c`` times its
+    objective. Solving the latter keeps every product of the solvers (the
+    squares of the LMI factors, ``F^T F`` of order ``Q``) near 1, where
+    ``X * 1e100`` overflowed. A power of two divides exactly, and it is 1 for
+    standardised data (spread between ``2^-1/2`` and ``2^1/2``), whose
+    problem is then unchanged to the last bit.
+    """
+    spread = np.trace(moments.covariance()) / moments.n_features
+    if not np.isfinite(spread) or spread <= 0:
+        return 1.0
+    return float(2.0 ** np.round(0.5 * np.log2(spread)))
+
+
+def _pairwise_differences(moments, covariances, scale=1.0):
+    """Mean and covariance differences of every pair of groups, of ``X / scale``.
 
     Parameters
     ----------
@@ -142,26 +255,30 @@ def _pairwise_differences(moments, covariances):
         Group moments.
     covariances : bool
         Whether to compute the covariance differences.
+    scale : float, default=1.0
+        The data's scale ``c`` (:func:`_data_scale`).
 
     Returns
     -------
     mean_diffs : ndarray of shape (n_pairs, n_features)
-        ``mu_b - mu_a`` for the pairs ``a < b`` in ``combinations`` order.
+        ``(mu_b - mu_a) / c`` for the pairs ``a < b`` in
+        :func:`itertools.combinations` order.
     cov_diffs : list of ndarray of shape (n_features, n_features)
-        ``Sigma_b - Sigma_a``, each group's covariance about its own mean
-        (divisor ``n_a``); empty when ``covariances`` is False.
+        ``(Sigma_b - Sigma_a) / c^2``, each group's covariance about its own
+        mean (divisor ``n_a``); empty when ``covariances`` is False.
     """
-    pairs = list(combinations(range(moments.n_groups), 2))
-    means = moments.means
-    mean_diffs = np.array([means[b] - means[a] for a, b in pairs])
+    # Row-major upper triangle: the pairs in combinations order, as two index arrays.
+    first, second = np.triu_indices(moments.n_groups, 1)
+    means = moments.means / scale
+    mean_diffs = means[second] - means[first]
     # Differences at rounding level of the data's spread are no difference: with
     # delta = 0 they would otherwise remove a direction for nothing.
-    spread = np.sqrt(np.trace(moments.covariance()))
+    spread = np.sqrt(np.trace(moments.covariance()) / scale**2)
     mean_diffs[np.linalg.norm(mean_diffs, axis=1) <= 1e-12 * spread] = 0.0
     if not covariances:
         return mean_diffs, []
-    covs = moments.second_moment(center="group")
-    return mean_diffs, [covs[b] - covs[a] for a, b in pairs]
+    covs = moments.second_moment(center="group") / scale**2
+    return mean_diffs, [covs[b] - covs[a] for a, b in zip(first, second, strict=True)]
 
 
 def _lmi_factors(Q, basis, eigen=None):
@@ -388,10 +505,40 @@ class ConvexFairPCA(FairPCABase):
     sorted by the variance they explain. The relaxation is not tight in
     general: ``P*`` is usually far from a projection (appendix C of
     [Lee2022]_; on their German credit protocol at ``d = 2`` its top
-    eigenvalues are all about 0.24), and when its ``d``-th and ``(d+1)``-th
-    eigenvalues tie (within ``100 tol``) the SDP does not determine the
-    components: a ``UserWarning`` says so (one of the ten German credit splits
-    has a triple top eigenvalue).
+    eigenvalues are all about 0.24).
+
+    **Ambiguity.** When the ``d``-th and ``(d+1)``-th eigenvalues of ``P*``
+    tie, the SDP does not determine the components: any ``d`` orthonormal
+    vectors of the tied eigenspace completed by the eigenvectors above it are
+    an equally valid answer, and their explained variance differs. The solver
+    returns ``P*`` with an error ``E``, which moves every eigenvalue by at most
+    ``||E||_2`` (Weyl's inequality): with eigenvalues accurate to ``eps``, two
+    closer than ``2 eps`` may be in the other order in the exact solution.
+    The rule is therefore
+
+    .. math::
+
+        \lambda_d(P^*) - \lambda_{d+1}(P^*) \le 2\,\varepsilon,
+        \qquad \varepsilon = 50\, r,
+
+    with ``r`` the solver's relative accuracy: ``tol`` (the ADMM's certified
+    relative duality gap; SCS's and Clarabel's stopping tolerances), or the
+    relative gap the ADMM reached when it stopped short of ``tol``. ``P*`` is
+    dimensionless (eigenvalues in ``[0, 1]``), and ``50 r`` bounds the
+    eigenvalue errors measured against solutions at ``tol / 1000`` or below on
+    Lee et al.'s German credit and COMPAS splits: at most ``2 tol`` for the
+    ADMM (``||P*(tol) - P*(tol / 1000)||_2`` too), ``16 tol`` for SCS. When
+    ``eigengap_`` is at most ``100 r``, ``ambiguous_`` is True and a
+    ``UserWarning`` gives the gap. On those splits genuine ties sit at
+    ``0.1 tol`` or below (German credit d = 2, splits 0 and 4: three top
+    eigenvalues equal) and the other gaps at ``600 tol`` or more.
+
+    **Scale.** The problem is homogeneous in the data: ``X`` with
+    ``(mu, delta)`` and ``X / c`` with ``(mu c, delta / c)`` have the same
+    solutions ``P``. It is solved for ``c`` the power of two nearest to the
+    root mean square spread of the features (1 for standardised data), so that
+    ``X * 1e100`` and ``X`` give the same components with ``mu`` and ``delta``
+    in the units of each.
 
     Parameters
     ----------
@@ -431,7 +578,8 @@ class ConvexFairPCA(FairPCABase):
         Solver tolerance: SCS ``eps_abs = eps_rel``; Clarabel ``tol_gap_abs``,
         ``tol_gap_rel`` and ``tol_feas``; ADMM the certified relative duality
         gap. The top eigenvalues of ``P*`` are often close together, so a
-        loose tolerance can swap components.
+        loose tolerance can swap components: eigenvalues ``d`` and ``d + 1``
+        within ``100 tol`` are reported as tied (see **Ambiguity**).
     max_iter : int, default=10000
         Iteration limit of the solver (SCS typically needs a few hundred to a
         thousand iterations).
@@ -483,6 +631,13 @@ class ConvexFairPCA(FairPCABase):
         ADMM: certified bound on how far ``objective_`` is below the optimum
         (upper bound from the multipliers minus the objective of the returned
         feasible ``P*``); None for the cvxpy solvers.
+    eigengap_ : float
+        ``lambda_d(P*) - lambda_{d+1}(P*)`` of ``relaxed_projection_``
+        (``lambda_d(P*)`` when ``d = n_features``).
+    ambiguous_ : bool
+        Whether ``eigengap_`` is within twice the accuracy of ``P*`` (see
+        **Ambiguity**): then the SDP does not determine the components, and a
+        ``UserWarning`` was issued.
     explained_variance_ratio_ : ndarray of shape (n_components,)
         Training variance of each component over the total.
 
@@ -491,7 +646,10 @@ class ConvexFairPCA(FairPCABase):
     ImportError
         If cvxpy (extra ``sdp``) is not installed.
     ValueError
-        If ``n_features > max_features``; if ``delta = 0`` leaves fewer than
+        If ``n_features > max_features``; if the arrays of the pairs of groups
+        (mean and covariance differences, LMI blocks, solver iterates) would
+        exceed ``fairpca._validation.MAX_DENSE_MOMENT_BYTES``, before any is
+        allocated; if ``delta = 0`` leaves fewer than
         ``d`` directions orthogonal to the mean differences; if the solver
         finds the problem infeasible (``delta`` too small for ``d`` with many
         groups).
@@ -582,8 +740,12 @@ class ConvexFairPCA(FairPCABase):
             _import_cvxpy()
         log = logger.info if self.verbose else logger.debug
         delta = float(self.delta)
-        mean_diffs, cov_diffs = _pairwise_differences(moments, self.constraints == "both")
-        basis, factors = _working_basis(mean_diffs, cov_diffs, delta)
+        covariances = self.constraints == "both"
+        _check_memory(p, moments.n_groups, covariances, delta > 0)
+        # Solved for X / c with (mu c, delta / c): the same P (see _data_scale).
+        scale = _data_scale(moments)
+        mean_diffs, cov_diffs = _pairwise_differences(moments, covariances, scale)
+        basis, factors = _working_basis(mean_diffs, cov_diffs, delta / scale)
         q = basis.shape[1]
         _check_lmi_work(q, factors, self.max_features, len(moments.counts))
         if q < d:
@@ -592,22 +754,28 @@ class ConvexFairPCA(FairPCABase):
                 f"group mean difference(s), leaving {q} of {p} directions: fewer than "
                 f"n_components={d}. Use delta > 0 or fewer components."
             )
-        S = basis.T @ _scaled_covariance(moments, self.objective_scale) @ basis
+        S = basis.T @ _scaled_covariance(moments, self.objective_scale, scale) @ basis
         mean_vectors = mean_diffs @ basis if delta > 0 else None
         log(
             "ConvexFairPCA: SDP in %d coordinates, %d mean constraint(s), LMIs of sizes %s, "
-            "solver %s",
+            "data scale %g, solver %s",
             q,
             0 if mean_vectors is None else len(mean_vectors),
             _lmi_sizes(q, factors),
+            scale,
             self.solver,
         )
         start = time.perf_counter()
-        args = (0.5 * (S + S.T), mean_vectors, factors, d, float(self.mu), delta)
+        args = (0.5 * (S + S.T), mean_vectors, factors, d, float(self.mu) * scale, delta / scale)
         if self.solver == "ADMM":
-            P, bounds = self._solve_admm(*args, log)
+            P, bounds, accuracy = self._solve_admm(*args, log)
         else:
             P, bounds = self._solve_cvxpy(*args, log)
+            accuracy = float(self.tol)
+        # Back to the units of X: the objective scales as c, the LMI bounds as c^2.
+        self.objective_ *= scale
+        if self.duality_gap_ is not None:
+            self.duality_gap_ *= scale
         log(
             "ConvexFairPCA: %s after %s iterations in %.2f s, objective %.10g",
             self.solver_status_,
@@ -615,22 +783,40 @@ class ConvexFairPCA(FairPCABase):
             time.perf_counter() - start,
             self.objective_,
         )
-        self.covariance_bounds_ = bounds
+        self.covariance_bounds_ = bounds * scale**2
         relaxed = basis @ P @ basis.T
         self.relaxed_projection_ = 0.5 * (relaxed + relaxed.T)
         eigenvalues, eigenvectors = np.linalg.eigh(self.relaxed_projection_)
         eigenvalues, eigenvectors = eigenvalues[::-1], eigenvectors[:, ::-1]
-        # Eigenvalues of SCS solutions at tolerance tol moved by under 100 tol when tol was
-        # tightened (German credit); a smaller gap leaves the top-d subspace to rounding.
-        if d < p and eigenvalues[d - 1] - eigenvalues[d] <= 100 * self.tol:
+        self._check_eigengap(eigenvalues, d, accuracy)
+        return eigenvectors[:, :d].T, None
+
+    def _check_eigengap(self, eigenvalues, d, accuracy):
+        """Set ``eigengap_`` and ``ambiguous_``; warn when the top-``d`` subspace is undetermined.
+
+        The eigenvalues of the solution are accurate to about
+        ``eps = _EIGEN_ACCURACY * accuracy`` (``accuracy``: the solver's
+        relative tolerance, or the ADMM's achieved relative gap when larger);
+        an error ``E`` of ``P*`` moves each eigenvalue by at most ``||E||_2``
+        (Weyl), so eigenvalues ``d`` and ``d + 1`` closer than ``2 eps`` may be
+        in the other order in the exact solution, and their eigenvectors
+        swapped. See :class:`ConvexFairPCA`, **Ambiguity**.
+        """
+        p = eigenvalues.size
+        below = eigenvalues[d] if d < p else 0.0
+        self.eigengap_ = float(eigenvalues[d - 1] - below)
+        threshold = 2 * _EIGEN_ACCURACY * accuracy
+        self.ambiguous_ = d < p and self.eigengap_ <= threshold
+        if self.ambiguous_:
             warn(
-                f"ConvexFairPCA: eigenvalues {d} and {d + 1} of the SDP solution P* are equal to "
-                f"solver accuracy ({eigenvalues[d - 1]:.6g} and {eigenvalues[d]:.6g}): the SDP "
-                f"does not determine the top-{d} subspace, and the components are one choice "
-                "among the tied eigenvectors.",
+                f"ConvexFairPCA: eigenvalues {d} and {d + 1} of the SDP solution P* "
+                f"({eigenvalues[d - 1]:.6g} and {eigenvalues[d]:.6g}) are tied to solver "
+                f"accuracy: eigengap_={self.eigengap_:.2e} <= {threshold:.2e}, twice the "
+                f"accuracy {_EIGEN_ACCURACY} x {accuracy:.2g} of its eigenvalues. The SDP does "
+                f"not determine the top-{d} subspace, and the components are one choice among "
+                "the tied eigenvectors (ambiguous_ is True).",
                 UserWarning,
             )
-        return eigenvectors[:, :d].T, None
 
     def _solve_admm(self, S, mean_vectors, factors, d, mu, delta, log):
         """Solve by ``fairpca._fantope_subspaces.solve_fpca_sdp``; set the solver attributes.
@@ -649,24 +835,25 @@ class ConvexFairPCA(FairPCABase):
                 _import_cvxpy()
             except ImportError:
                 raise ValueError(
-                    f"ConvexFairPCA: {exc} (delta={delta:g}). Increase delta, use fewer "
+                    f"ConvexFairPCA: {exc} (delta={self.delta:g}). Increase delta, use fewer "
                     "components, or install cvxpy (pip install 'fairpca[sdp]') to let SCS try."
                 ) from exc
             log("ConvexFairPCA: %s; solving with SCS instead", exc)
-            return self._solve_cvxpy(S, mean_vectors, factors, d, mu, delta, log, "SCS")
+            P, bounds = self._solve_cvxpy(S, mean_vectors, factors, d, mu, delta, log, "SCS")
+            return P, bounds, float(self.tol)
         except ValueError as exc:
             if not str(exc).startswith("infeasible"):
                 raise
             raise ValueError(
                 f"ConvexFairPCA: the ADMM solver reports the SDP infeasible ({exc}; "
-                f"delta={delta:g}). Increase delta or use fewer components."
+                f"delta={self.delta:g}). Increase delta or use fewer components."
             ) from exc
         scale = max(abs(result.objective), abs(result.upper_bound), np.finfo(float).tiny)
         note = ""
         if not result.converged:
             fallback, note = self._scs_fallback(S, mean_vectors, factors, d, mu, delta, result, log)
             if fallback is not None:
-                return fallback
+                return (*fallback, float(self.tol))
         self.converged_ = result.converged
         self.solver_status_ = "optimal" if result.converged else "optimal_inaccurate"
         self.objective_ = result.objective
@@ -680,7 +867,7 @@ class ConvexFairPCA(FairPCABase):
                 "from this feasible but inexact solution. Increase max_iter or tol.",
                 ConvergenceWarning,
             )
-        return result.P, result.bounds
+        return result.P, result.bounds, max(float(self.tol), result.gap / scale)
 
     def _scs_fallback(self, S, mean_vectors, factors, d, mu, delta, result, log):
         """SCS's solution where the ADMM stopped short of ``tol``, if SCS reports it optimal.
@@ -750,7 +937,7 @@ class ConvexFairPCA(FairPCABase):
             raise ValueError(
                 f"ConvexFairPCA: the solver {solver} reports the SDP {status}: no P with "
                 f"trace n_components={d} keeps every pairwise mean difference within "
-                f"delta={delta:g}. Increase delta or use fewer components."
+                f"delta={self.delta:g}. Increase delta or use fewer components."
             )
         if status not in ("optimal", "optimal_inaccurate", "user_limit") or P is None:
             raise RuntimeError(
