@@ -306,3 +306,38 @@ def test_reproduce_writes_nothing_when_writing_fails(monkeypatch, tmp_path):
     )
     assert result.exit_code == 1 and "could not write to" in result.output
     assert not out.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_report_counts_the_ambiguous_splits_of_each_cell():
+    # German credit d = 2, FPCA (0.1, 0.01): the authors' recorded %VAR on every split,
+    # and our fits ambiguous on splits 0 and 4; PCA reports no ambiguity.
+    recorded = pd.read_csv(experiments.__path__[0] + "/authors_splits.csv")
+    cell = recorded[
+        (recorded["dataset"] == "german_credit")
+        & (recorded["d"] == 2)
+        & (recorded["metric"] == "%VAR")
+        & recorded["method"].isin(["ConvexFairPCA", "PCA"])
+    ]
+    records = []
+    for row in cell.itertuples():
+        setting = "" if pd.isna(row.setting) else row.setting
+        keys = {"dataset": row.dataset, "method": row.method, "setting": setting, "d": 2,
+                "split": row.split}  # fmt: skip
+        records.append({**keys, "metric": "%VAR", "value": row.value})
+        if row.method == "ConvexFairPCA":
+            records.append({**keys, "metric": "ambiguous", "value": float(row.split in (0, 4))})
+    assert len(records) == 30
+    result = experiments.summarise("lee2022-table1", records, {}, splits="authors")
+    text = experiments.to_markdown(result)
+    assert "- german_credit, d = 2, ConvexFairPCA mu=0.01 delta=0.1: 2 of 10 splits" in text
+    rows = {line.split(" | ")[2]: line for line in text.splitlines() if "| %VAR | 10 |" in line}
+    assert rows["ConvexFairPCA"].endswith("| 10 | 10 | 0 | 0 | 2 |")
+    assert rows["PCA"].endswith("| 10 | 10 | 0 | 0 |  |")
+    # Without ambiguous fits, no note.
+    plain = [r for r in records if r["metric"] != "ambiguous" or r["value"] == 0]
+    plain_text = experiments.to_markdown(
+        experiments.summarise("lee2022-table1", [
+            {**r, "value": 0.0} if r["metric"] == "ambiguous" else r for r in plain
+        ], {}, splits="authors")
+    )  # fmt: skip
+    assert "Ambiguous splits" not in plain_text

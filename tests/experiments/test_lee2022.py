@@ -141,7 +141,11 @@ def test_lee_numbers_are_recomputed_independently(quick_run):
         gap = demographic_parity_difference(data.y_test, predicted, sensitive_features=data.s_test)
         row = details.query("method == 'PCA' and metric == 'ΔDP' and split == @split")
         assert row["value"].item() == pytest.approx(gap, abs=1e-9)
-    assert set(details["metric"]) == {"%VAR", "%ACC", "MMD2", "ΔDP", "converged"}
+    assert set(details["metric"]) == {"%VAR", "%ACC", "MMD2", "ΔDP", "converged", "ambiguous"}
+    # "ambiguous": ConvexFairPCA's ambiguous_ (its eigengap within solver accuracy), 0 or 1.
+    ambiguous = details[details["metric"] == "ambiguous"]
+    assert set(ambiguous["method"]) == {"ConvexFairPCA"}
+    assert set(ambiguous["value"]) <= {0.0, 1.0}
     marked = table[table["metric"].isin(["%ACC", "ΔDP"])]
     assert len(marked) == 6 and set(marked["status"]) <= {"within", "outside"}
     # "converged" is recorded for the fair methods only and has no paper value; for

@@ -345,10 +345,28 @@ def _per_split_table(recorded, details):
     return table[[*keys, "ours", "authors", "difference", "same"]].reset_index(drop=True)
 
 
-def _per_split_summary(per_split):
-    """One row per cell: splits compared, how many agree, median and largest |difference|."""
+#: Per-split 0/1 record of a fit whose answer the problem does not determine (a relaxed
+#: solution's eigenvalues d and d + 1 tied to solver accuracy: ``ambiguous_``).
+AMBIGUOUS = "ambiguous"
+
+
+def _ambiguous_counts(details):
+    """Splits with an ambiguous fit per (dataset, method, setting, d): columns and ``ambiguous``."""
+    keys = _KEYS[:4]
+    flagged = details[details["metric"] == AMBIGUOUS]
+    counts = flagged.groupby(keys, sort=False)["value"].sum().astype(int)
+    return counts.rename(AMBIGUOUS).reset_index().astype({"d": "Int64"})
+
+
+def _per_split_summary(per_split, details=None):
+    """One row per cell: splits compared, how many agree, median and largest |difference|.
+
+    With ``details``, also ``ambiguous``: how many of the cell's splits had a fit
+    whose top-``d`` subspace the relaxed problem left undetermined (NA for
+    methods that do not report it).
+    """
     absolute = per_split.assign(abs_difference=per_split["difference"].abs())
-    return (
+    summary = (
         absolute.groupby(_KEYS, sort=False)
         .agg(
             splits=("split", "count"),
@@ -358,23 +376,57 @@ def _per_split_summary(per_split):
         )
         .reset_index()
     )
+    if details is not None:
+        summary = summary.astype({"d": "Int64"})
+        summary = summary.merge(_ambiguous_counts(details), on=_KEYS[:4], how="left")
+        summary[AMBIGUOUS] = summary[AMBIGUOUS].astype("Int64")
+    return summary
 
 
-def _per_split_markdown(per_split):
+def _per_split_markdown(per_split, details):
     """The split-by-split comparison as Markdown lines: one row per cell."""
+    import pandas as pd
+
     lines = [
         "Split by split against the values the authors recorded for their splits "
-        "(same: |ours - authors'| at most half a unit of the paper's last printed digit):",
+        "(same: |ours - authors'| at most half a unit of the paper's last printed digit; "
+        "ambiguous splits: our fit's top-d subspace not determined by the problem, "
+        "eigenvalues d and d + 1 of the relaxed solution tied to solver accuracy, so "
+        "another equally valid answer may differ):",
         "",
         "| data set | d | method | setting | metric | splits | same | median abs. difference "
-        "| largest abs. difference |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| largest abs. difference | ambiguous splits |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for row in _per_split_summary(per_split).itertuples():
+    for row in _per_split_summary(per_split, details).itertuples():
+        ambiguous = "" if pd.isna(row.ambiguous) else int(row.ambiguous)
         lines.append(
             f"| {row.dataset} | {row.d} | {row.method} | {row.setting} | {row.metric} | "
             f"{row.splits} | {row.same} | {row.median_abs_difference:.2g} | "
-            f"{row.max_abs_difference:.2g} |"
+            f"{row.max_abs_difference:.2g} | {ambiguous} |"
+        )
+    return lines
+
+
+def _ambiguous_markdown(details):
+    """A note per cell with splits whose fit was ambiguous (none: no lines)."""
+    counts = _ambiguous_counts(details)
+    counts = counts[counts[AMBIGUOUS] > 0]
+    if not len(counts):
+        return []
+    runs = details[details["metric"] == AMBIGUOUS].groupby(_KEYS[:4], sort=False)["split"]
+    runs = runs.nunique().rename("runs").reset_index().astype({"d": "Int64"})
+    counts = counts.merge(runs, on=_KEYS[:4])
+    lines = [
+        "Ambiguous splits (the relaxed solution's eigenvalues d and d + 1 tied to solver "
+        "accuracy: the problem does not determine the components, and their metrics are "
+        "those of one valid choice):",
+        "",
+    ]
+    for row in counts.itertuples():
+        lines.append(
+            f"- {row.dataset}, d = {row.d}, {row.method} {row.setting}: "
+            f"{row.ambiguous} of {row.runs} splits"
         )
     return lines
 
@@ -742,8 +794,13 @@ class Reproductions:
                 lines += ["", "Status rule: " + "; ".join(rules) + "."]
         cited = sorted({c for c in table["citation"] if c})
         lines += ["", "Sources: " + "; ".join(cited) + "."]
+        details = reproduction.details
+        if len(details):
+            ambiguous = _ambiguous_markdown(details)
+            if ambiguous:
+                lines += ["", *ambiguous]
         if reproduction.per_split is not None and len(reproduction.per_split):
-            lines += ["", *_per_split_markdown(reproduction.per_split)]
+            lines += ["", *_per_split_markdown(reproduction.per_split, details)]
         times = reproduction.fit_seconds
         if times is not None and len(times):
             lines += [

@@ -406,6 +406,10 @@ def _table1_job(dataset, split, d, settings, splits, data_home, unavailable):
             # rule (MbF-PCA: MMD² <= tau on the training rows), so a cell can be read
             # knowing whether its fits converged.
             records.append(record(dataset, method, label, d, split, "converged", est.converged_))
+        if hasattr(est, "ambiguous_"):
+            # 1 when the SDP left the top-d subspace undetermined (eigenvalues d and d + 1
+            # of P* tied to solver accuracy): the report counts such splits per cell.
+            records.append(record(dataset, method, label, d, split, "ambiguous", est.ambiguous_))
     return records
 
 
