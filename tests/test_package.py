@@ -74,3 +74,28 @@ def test_license_citation_changelog_and_typing_marker_ship():
     assert importlib.resources.files("fairpca").joinpath("py.typed").is_file()
     pyproject = (root / "pyproject.toml").read_text()
     assert 'license-files = ["LICENSE"]' in pyproject and '"py.typed"' in pyproject
+
+
+def test_command_line_methods_fit_without_cvxpy():
+    # The `cli` extra leaves cvxpy out: every method `fairpca compare` fits by
+    # default must run on fairpca's own solvers, including ConvexFairPCA.
+    code = (
+        "import sys, warnings\n"
+        "sys.modules['cvxpy'] = None\n"
+        "import numpy as np\n"
+        "from fairpca.compare import make_methods, _fit\n"
+        "rng = np.random.default_rng(0)\n"
+        "X = rng.normal(size=(120, 5)); X[:60] += 1.0\n"
+        "s = np.repeat(['a', 'b'], 60); y = (X[:, 0] > 0).astype(int)\n"
+        "warnings.simplefilter('ignore')\n"
+        "bad = {}\n"
+        "for name, est in make_methods(2, 0).items():\n"
+        "    try:\n"
+        "        _fit(est, X, s, y)\n"
+        "    except Exception as exc:\n"
+        "        bad[name] = repr(exc)\n"
+        "print(bad)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "{}"
