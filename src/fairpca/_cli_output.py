@@ -15,7 +15,28 @@ from pathlib import Path
 
 import click
 
-__all__ = ["check_output", "staged", "write_compare", "write_tradeoff"]
+__all__ = ["check_output", "say", "staged", "write_compare", "write_tradeoff"]
+
+
+def say(text, err=False):
+    """Print a line that holds the user's text (a file name, a label) on the terminal.
+
+    Parameters
+    ----------
+    text : str
+    err : bool, default=False
+        Standard error instead of standard output.
+
+    Notes
+    -----
+    Invisible characters are shown as escapes (:func:`fairpca._output.visible_text`):
+    a terminal control sequence in a label is not run, and a file name that is
+    not valid UTF-8 does not make a strict UTF-8 stream raise.
+    """
+    from fairpca._output import visible_text
+
+    click.echo(visible_text(text), err=err)
+
 
 #: The output folders this process has locked (absolute path -> (lock file, --force)),
 #: from :func:`check_output` until the command ends.
@@ -63,7 +84,7 @@ def check_output(output, force, protected=()):
     except OutputLocked as exc:
         raise click.ClickException(str(exc)) from exc
     for note in notes:
-        click.echo(note, err=True)
+        say(note, err=True)
     _RESERVED[path] = (lock, force)
 
     def release():
@@ -163,7 +184,7 @@ def write_compare(comparison, output, fairness_columns, progress, source, notes)
             f"{REFIT_SECONDS:g} s): {slow}; they have a point at d = {comparison.n_components} "
             "only."
         )
-        click.echo(notes[-1], err=True)
+        say(notes[-1], err=True)
     unconverged = by_d.loc[~by_d["converged"].astype(bool), ["method", "d"]].drop_duplicates()
     if len(unconverged):
         refits = ", ".join(f"{m} (d = {d})" for m, d in unconverged.itertuples(index=False))
@@ -171,7 +192,7 @@ def write_compare(comparison, output, fairness_columns, progress, source, notes)
             f"Refits for the plot against d that did not converge: {refits}; their points "
             "describe the last iterate."
         )
-        click.echo(notes[-1], err=True)
+        say(notes[-1], err=True)
     legend = list(dict.fromkeys(describe_metric(metric_family(c)) for c in table.columns))
     # The biplot and the communality are about components; LinearErasure keeps
     # every feature and has none.

@@ -22,7 +22,7 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on environment
     raise ImportError('the fairpca command line needs click: pip install "fairpca[cli]"') from exc
 
-from fairpca._cli_output import check_output, staged, write_compare, write_tradeoff
+from fairpca._cli_output import check_output, say, staged, write_compare, write_tradeoff
 from fairpca.experiments import LEE2022_DATASETS, VU2022_DATASETS
 from fairpca.tradeoff import FAIRNESS_METRICS, QUALITY
 
@@ -387,7 +387,7 @@ def _resolve_split(
         except ValueError as exc:
             raise click.UsageError(str(exc)) from exc
         for note in table.notes:
-            click.echo(note, err=True)
+            say(note, err=True)
         X, s, y = table.features, table.groups, table.target
         source = str(data)
     try:
@@ -434,7 +434,7 @@ def _progress(message):
 
 
 def _echo_data(source, n_rows, n_features, n_components):
-    click.echo(f"data: {source}; {n_rows} rows, {n_features} features; d = {n_components}")
+    say(f"data: {source}; {n_rows} rows, {n_features} features; d = {n_components}")
 
 
 def _load_dataset(name, split_index, data_home=None, download=False):
@@ -469,7 +469,7 @@ def _print_and_write(comparison, output, source):
             )
         )
     for note in _result_notes(comparison):
-        click.echo(note, err=True)
+        say(note, err=True)
     click.echo("\nColumns:")
     for column in scalar:
         click.echo("  " + describe_metric(column))
@@ -480,7 +480,7 @@ def _print_and_write(comparison, output, source):
             written = write_compare(
                 comparison, staging, fairness, _progress, source, _result_notes(comparison)
             )
-        click.echo(f"wrote {', '.join(written)} to {output}")
+        say(f"wrote {', '.join(written)} to {output}")
 
 
 @cli.command()
@@ -568,7 +568,7 @@ def tradeoff(metrics, n_bootstrap, n_jobs, output, force, **data_options):
     if output is not None:
         with staged(output) as staging:
             written = write_tradeoff(curve, table, staging, source)
-        click.echo(f"wrote {', '.join(written)} to {output}")
+        say(f"wrote {', '.join(written)} to {output}")
 
 
 def _curve_table(curve):
@@ -716,7 +716,7 @@ def reproduce(target, list_targets, quick, output, force, data_home, splits, dat
     if output is not None:
         with staged(output) as staging:
             written = rep.write_report(result, staging, force=True)
-        click.echo(f"wrote {', '.join(written)} to {output}")
+        say(f"wrote {', '.join(written)} to {output}")
 
 
 def main(argv=None):
