@@ -196,3 +196,13 @@ def test_continuous_attribute_bad_input():
         LinearErasure(continuous_attributes=["income"]).fit(X, sensitive_features=attrs)
     with pytest.raises(TypeError, match="list of column names"):
         LinearErasure(continuous_attributes="age").fit(X, sensitive_features=attrs)
+
+
+@pytest.mark.parametrize("bad", [3.5, "age", [1.5]])
+def test_continuous_attributes_type_is_checked(bad):
+    X = np.random.default_rng(0).normal(size=(30, 4))
+    s = np.arange(30) % 2
+    with pytest.raises(
+        TypeError, match=r"continuous_attributes must be None, True/False, or a list"
+    ):
+        LinearErasure(continuous_attributes=bad).fit(X, sensitive_features=s)

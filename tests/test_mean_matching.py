@@ -398,3 +398,72 @@ def test_continuous_attribute_errors(params, table, match):
     with pytest.raises(ValueError, match=match):
         est.fit(X, sensitive_features=sensitive)
     assert not hasattr(est, "components_")
+
+
+# --------------------------------------------------------------------------- covariance_ddof
+def _fpca_s_from_scratch(X, s, d, rank, ddof):
+    """Kleindessner's FPCA-S for two groups, written afresh with ``np.cov(..., ddof=ddof)``."""
+    g0, g1 = np.unique(s)
+    N = scipy.linalg.null_space((X[s == g1].mean(0) - X[s == g0].mean(0))[None])
+    C0 = np.cov(X[s == g0], rowvar=False, ddof=ddof)
+    C1 = np.cov(X[s == g1], rowvar=False, ddof=ddof)
+    values, vectors = np.linalg.eigh(N.T @ (C1 - C0) @ N)
+    R = N @ vectors[:, np.argsort(np.abs(values))[:rank]]
+    total = np.cov(X, rowvar=False)
+    return R @ np.linalg.eigh(R.T @ total @ R)[1][:, ::-1][:, :d]
+
+
+def _largest_sine(U, V):
+    """Largest principal-angle sine, as ``||(I - U U^T) V||_2`` (accurate near zero)."""
+    return float(np.linalg.norm(V - U @ (U.T @ V), 2))
+
+
+@pytest.mark.parametrize("ddof", [0, 1])
+def test_covariance_ddof_matches_np_cov(ddof):
+    # Small groups of unequal sizes: n_a / (n_a - 1) differs between them.
+    rng = np.random.default_rng(3)
+    s = np.repeat([0, 1], [9, 40])
+    X = rng.standard_normal((49, 6)) @ rng.standard_normal((6, 6)) + np.outer(s, rng.normal(size=6))
+    est = MeanMatchingFairPCA(n_components=2, covariance_rank=3, covariance_ddof=ddof)
+    est.fit(X, sensitive_features=s)
+    expected = _fpca_s_from_scratch(X, s, 2, 3, ddof)
+    assert _largest_sine(expected, est.components_.T) <= 1e-8
+    other = _fpca_s_from_scratch(X, s, 2, 3, 1 - ddof)
+    assert _largest_sine(other, est.components_.T) > 1e-3  # the convention matters here
+
+
+@pytest.mark.parametrize("bad", [2, -1, 0.5, True, "1", None])
+def test_covariance_ddof_is_validated(bad):
+    X = np.random.default_rng(0).normal(size=(30, 4))
+    s = np.arange(30) % 2
+    with pytest.raises(ValueError, match="covariance_ddof must be 0"):
+        MeanMatchingFairPCA(covariance_ddof=bad).fit(X, sensitive_features=s)
+
+
+@pytest.mark.requires_data("authors")
+def test_covariance_ddof_one_matches_np_cov_on_german_credit():
+    from fairpca.experiments import lee2022
+
+    split = lee2022("german_credit", split=0)  # the authors' processed German credit
+    X, s = split.X_train, split.s_train
+    # 12 directions have no variance in either group (dependent one-hot columns): the
+    # covariance differences' smallest |eigenvalues| are 12 zeros, then 2.9e-2 (3.8e-2
+    # with ddof=1), 6.8e-2 (6.4e-2), 1.0e-1 (9.6e-2): rank 14 ends at a clear gap.
+    d, rank = 2, 14
+    fits = {
+        ddof: MeanMatchingFairPCA(n_components=d, covariance_rank=rank, covariance_ddof=ddof)
+        .fit(X, sensitive_features=s)
+        .components_.T
+        for ddof in (0, 1)
+    }
+    for ddof, V in fits.items():
+        assert _largest_sine(_fpca_s_from_scratch(X, s, d, rank, ddof), V) <= 1e-6
+    # The two conventions give different subspaces on these data.
+    assert _largest_sine(fits[0], fits[1]) > 1e-2
+
+
+def test_continuous_attributes_type_is_checked():
+    X = np.random.default_rng(0).normal(size=(30, 4))
+    s = np.arange(30) % 2
+    with pytest.raises(TypeError, match="continuous_attributes must be None, True/False"):
+        MeanMatchingFairPCA(continuous_attributes=3.5).fit(X, sensitive_features=s)
