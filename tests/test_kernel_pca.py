@@ -430,3 +430,27 @@ def test_dask_exact_is_refused_before_any_pass():
     with pytest.raises(ValueError, match='for Dask input use method="approx"'):
         est.fit(da.from_array(X, chunks=50), sensitive_features=s)
     assert not hasattr(est, "n_features_in_")
+
+
+# --------------------------------------------------------------------------- state rules
+def test_training_rows_are_copied_unless_copy_X_is_false():
+    X, s = make_gaussian_groups(n_samples=120, n_features=4, random_state=0)
+    est = FairKernelPCA(n_components=2, method="exact", random_state=0)
+    Z = est.fit(X, sensitive_features=s).transform(X)
+    assert est.X_fit_ is not X and not np.shares_memory(est.X_fit_, X)
+    X_before = X.copy()
+    X += 10.0  # the caller changes its array: the fitted model does not move
+    np.testing.assert_array_equal(est.transform(X_before), Z)
+    shared = FairKernelPCA(n_components=2, method="exact", copy_X=False, random_state=0)
+    shared.fit(X, sensitive_features=s)
+    assert shared.X_fit_ is X
+
+
+@pytest.mark.parametrize("kernel", ["poly", "rbf"])
+def test_set_params_after_fit_does_not_change_transform(kernel):
+    X, s = make_gaussian_groups(n_samples=120, n_features=4, random_state=1)
+    est = FairKernelPCA(n_components=2, kernel=kernel, gamma=0.3, method="exact", random_state=0)
+    Z = est.fit(X, sensitive_features=s).transform(X)
+    est.set_params(kernel="sigmoid", gamma=2.0, degree=5, coef0=-3.0)
+    np.testing.assert_array_equal(est.transform(X), Z)
+    assert est.kernel_ == kernel and est.kernel_params_["gamma"] == 0.3

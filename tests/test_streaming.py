@@ -499,3 +499,59 @@ def test_tradeoff_sweeps_the_unfair_rank():
     # Removing more directions never explains more variance.
     variance = curve.loc[feasible, "explained_variance_ratio"].to_numpy()
     assert all(variance[:-1] >= variance[1:] - 1e-12)
+
+
+# --------------------------------------------------------------------------- state rules
+def test_partial_fit_after_fit_continues_and_checks_the_width(small):
+    X, s = small
+    est = StreamingFairPCA(2, unfair_rank=2, block_size=200, random_state=0)
+    est.fit(X, sensitive_features=s)
+    fitted = est.components_.copy()
+    with pytest.raises(ValueError, match="features"):
+        est.partial_fit(X[:, :50], sensitive_features=s)
+    assert est.n_features_in_ == X.shape[1]
+    np.testing.assert_array_equal(est.components_, fitted)  # the failed call changed nothing
+    est.partial_fit(X[:200], sensitive_features=s[:200])
+    assert est.n_features_in_ == X.shape[1]
+    # Continued from the fit: counts include the fit's rows, and one step stays close.
+    assert est.group_counts_.sum() == X.shape[0] + 200
+    _, _, V, _, _ = from_scratch(X, s, 2, 2)
+    assert sin_theta(V, est.components_.T) <= 0.2
+    # fit starts afresh: no stream left, the same answer as a fresh fit.
+    est.fit(X, sensitive_features=s)
+    assert not hasattr(est, "_stream")
+    np.testing.assert_array_equal(est.components_, fitted)
+
+
+def test_partial_fit_on_constant_rows_warns_and_gives_no_components():
+    X = np.ones((40, 6))
+    s = np.arange(40) % 2
+    est = StreamingFairPCA(2, unfair_rank=1, block_size=20, random_state=0)
+    with pytest.warns(UserWarning, match="constant"):
+        est.partial_fit(X, sensitive_features=s)
+    with pytest.raises(NotFittedError, match="all the same"):
+        est.transform(X)
+    with pytest.raises(ValueError, match="constant"):  # fit refuses the same data
+        StreamingFairPCA(2, unfair_rank=1).fit(X, sensitive_features=s)
+
+
+def test_buffered_rows_are_the_reason_given(small):
+    X, s = small
+    est = StreamingFairPCA(2, unfair_rank=1, block_size=100, random_state=0)
+    est.partial_fit(X[:50], sensitive_features=s[:50])  # both groups, but only buffered
+    with pytest.raises(NotFittedError, match=r"buffered 50 row\(s\), fewer than block_size=100"):
+        est.transform(X)
+    est.partial_fit(X[50:100], sensitive_features=s[50:100])
+    assert est.transform(X).shape == (X.shape[0], 2)
+
+
+def test_short_wide_fit_is_exact_in_the_row_space():
+    """n <= block_size < p: no power iterations, the dense answer to rounding."""
+    X, s = make_wide_groups(n_samples=40, n_features=400, random_state=2)
+    d, m = 2, 2
+    W, N, V, _, _ = from_scratch(X, s, d, m)
+    est = StreamingFairPCA(d, unfair_rank=m, random_state=0).fit(X, sensitive_features=s)
+    assert est.n_iter_ == (0, 0) and est.converged_
+    assert np.linalg.norm(N - est.unfair_subspace_ @ (est.unfair_subspace_.T @ N), 2) <= 1e-8
+    assert np.linalg.norm(V - est.components_.T @ (est.components_ @ V), 2) <= 1e-8
+    np.testing.assert_allclose(est.components_ @ est.components_.T, np.eye(d), atol=1e-12)
