@@ -182,10 +182,12 @@ def _group_sums(blocks, n_groups):
             deviations = X[codes == a] - shift
             spread = max(spread, float(deviations.max()), -float(deviations.min()))
             sums[a] += deviations.sum(axis=0)
-            squares += float(np.einsum("ij,ij->", deviations, deviations))
+            with np.errstate(over="ignore", invalid="ignore"):  # refused after the pass
+                squares += float(np.einsum("ij,ij->", deviations, deviations))
     n = counts.sum()
     mean_deviation = sums.sum(axis=0) / n
-    variance = max(squares / n - float(mean_deviation @ mean_deviation), 0.0)
+    with np.errstate(over="ignore", invalid="ignore"):
+        variance = max(squares / n - float(mean_deviation @ mean_deviation), 0.0)
     return counts, sums / counts[:, None] + shift, largest, spread, variance
 
 
