@@ -209,9 +209,31 @@ def test_publish_puts_the_old_folder_back_when_the_second_rename_fails(tmp_path,
         return real_rename(src, dst)
 
     monkeypatch.setattr(_output.os, "rename", rename)
+    monkeypatch.setattr(_output, "_exchange", lambda first, second: False)
     with pytest.raises(OSError, match="injected"):
         _output.publish(staging, out, force=True)
     assert sorted(p.name for p in out.iterdir()) == ["old.csv"]
+
+
+def test_force_swaps_the_folders_in_one_step_where_it_can(tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "old.csv").write_text("old")
+    staging = _output.stage(out)
+    (staging / "new.csv").write_text("new")
+    swapped = []
+    real_exchange = _output._exchange
+
+    def exchange(first, second):
+        swapped.append(real_exchange(first, second))
+        return swapped[-1]
+
+    monkeypatch.setattr(_output, "_exchange", exchange)
+    _output.publish(staging, out, force=True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+    assert sorted(p.name for p in out.iterdir()) == ["new.csv"]
+    if sys.platform.startswith("linux"):
+        assert swapped == [True]
 
 
 @pytest.fixture

@@ -27,6 +27,7 @@ import os
 import re
 import shutil
 import socket
+import sys
 import tempfile
 import time
 import unicodedata
@@ -501,9 +502,12 @@ def publish(staging, output, force):
     """Put the complete ``staging`` folder in place of ``output``.
 
     One rename when ``output`` is missing or an empty folder. With ``force``
-    and a non-empty ``output``: the old folder is renamed aside, the new one
-    renamed in, and the old one removed, so nothing of the earlier run stays;
-    if the second rename fails the old folder is put back.
+    and a non-empty ``output``: the two folders are swapped in one atomic
+    step where the system can (Linux's ``renameat2``), else the old folder
+    is renamed aside and the new one renamed in (if that fails or is
+    interrupted the old folder is put back; a run killed in between leaves
+    it aside, and :func:`clean_leftovers` puts it back); then the old folder
+    is removed, so nothing of the earlier run stays.
 
     Parameters
     ----------
@@ -531,16 +535,49 @@ def publish(staging, output, force):
         return
     if not force:
         raise FileExistsError(f"{output} exists and is not empty; pass --force to replace it.")
+    if _exchange(staging, output):
+        # One atomic step: output is the new folder, staging holds the old one.
+        shutil.rmtree(staging, ignore_errors=True)
+        return
     aside = Path(tempfile.mkdtemp(prefix=f".{output.name}.old-{os.getpid()}-", dir=output.parent))
     # mkdtemp only reserves a unique name; the old folder takes its place.
     os.rmdir(aside)
-    os.rename(output, aside)
     try:
+        os.rename(output, aside)
         os.rename(staging, output)
     except BaseException:
-        os.rename(aside, output)
+        # Also for a Ctrl-C between the renames: put the old folder back.
+        if os.path.lexists(aside) and not os.path.lexists(output):
+            os.rename(aside, output)
         raise
     shutil.rmtree(aside, ignore_errors=True)
+
+
+def _exchange(first, second):
+    """Swap two paths atomically (Linux ``renameat2(RENAME_EXCHANGE)``).
+
+    Returns
+    -------
+    bool
+        Whether they were swapped; False where the system or the file system
+        cannot (then nothing changed).
+    """
+    if not sys.platform.startswith("linux"):
+        return False
+    import ctypes
+
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (AttributeError, OSError):
+        return False
+    at_fdcwd, rename_exchange = -100, 2
+    result = renameat2(at_fdcwd, os.fsencode(first), at_fdcwd, os.fsencode(second), rename_exchange)
+    if result == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP):
+        return False
+    raise OSError(code, os.strerror(code), str(second))
 
 
 #: The longest suffix :func:`lock_path`, :func:`stage` and :func:`publish` add to a name.
