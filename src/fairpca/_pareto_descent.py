@@ -562,12 +562,18 @@ def _convergence_message(run, start_steps, tol, max_iter):
     )
 
 
-def _worse_off_message(est, worse, factor):
-    """The ``UserWarning`` naming the groups whose per-row loss rose beyond the factor."""
+def _worse_off_message(est, worse, references, factor, floor):
+    """The ``UserWarning`` naming the groups whose per-row loss rose beyond the factor.
+
+    ``references``: each group's PCA loss, raised to at least ``floor`` times the
+    groups' mean PCA loss (``fairpca.pareto._worse_off_limits``).
+    """
     parts = []
     for a in np.flatnonzero(worse):
-        fit, pca = est.group_losses_[a], est.pca_group_losses_[a]
-        times = f"{fit / pca:.3g}x" if pca > 0 else "from 0"
+        fit, pca, ref = est.group_losses_[a], est.pca_group_losses_[a], references[a]
+        times = f"{fit / ref:.3g}x" if ref > 0 else "from 0"
+        if ref > pca:
+            times += f" the floor {ref:.4g}"
         parts.append(f"{str(est.groups_[a])!r} {pca:.4g} -> {fit:.4g} ({times})")
     advice = (
         " group_loss='per_row' weighs every group by its rows' average loss instead of its "
@@ -577,6 +583,7 @@ def _worse_off_message(est, worse, factor):
     )
     return (
         f"ParetoFairPCA leaves {len(parts)} group(s) worse off than PCA by more than "
-        f"{factor:g}x in per-row marginal loss (group_losses_ vs "
-        f"pca_group_losses_): {'; '.join(parts)}.{advice}"
+        f"{factor:g}x in per-row marginal loss (group_losses_ vs pca_group_losses_, each "
+        f"PCA loss taken as at least {floor:g} times their mean): {'; '.join(parts)}."
+        f"{advice}"
     )
