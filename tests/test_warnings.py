@@ -33,7 +33,7 @@ def test_group_blind_warning_points_at_the_caller(cls):
     [
         MinMaxLossFairPCA(n_components=2, solver="mw", max_iter=1),
         ConvexFairPCA(n_components=2, max_iter=5),
-        ParetoFairPCA(n_components=2, max_iter=1),
+        ParetoFairPCA(n_components=2, max_iter=1, group_loss="summed"),
         MMDFairPCA(n_components=2, max_iter=1, tau=1e-9, random_state=0),
         RobustFairPCA(n_components=2, n_iter=5, n_restarts=2, random_state=0),
     ],
