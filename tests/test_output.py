@@ -326,3 +326,72 @@ def test_tradeoff_escapes_hostile_group_labels(tmp_path):
         if not _is_number(cell):
             assert not cell.startswith(_output.CSV_FORMULA_PREFIXES)
     assert "<script>" not in (out / "report.html").read_text()
+
+
+# Every check of --output that can be made before the computation is made before it.
+
+
+def _compare_args(tmp_path, out, *extra):
+    path = _hostile_csv(tmp_path)
+    return ["compare", "--data", str(path), "--sensitive", "group", "--output", str(out), *extra]
+
+
+def _refused_before_fitting(tmp_path, out, *extra):
+    result = CliRunner().invoke(cli, _compare_args(tmp_path, out, *extra))
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output and "fitting" not in result.output
+    return result.output
+
+
+def test_a_dangling_output_link_is_refused(tmp_path):
+    out = tmp_path / "out"
+    out.symlink_to(tmp_path / "missing")
+    assert "symbolic link" in _refused_before_fitting(tmp_path, out)
+
+
+def test_a_mount_point_is_refused(tmp_path):
+    assert "mount point" in _refused_before_fitting(tmp_path, "/", "--force")
+
+
+def test_a_name_too_long_for_the_staging_folder_is_refused(tmp_path):
+    assert "too long" in _refused_before_fitting(tmp_path, tmp_path / ("x" * 240))
+
+
+def test_force_may_not_remove_the_current_folder_or_the_data(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert "which holds" in _refused_before_fitting(tmp_path, tmp_path, "--force")
+    data = tmp_path / "inner" / "data.csv"
+    data.parent.mkdir()
+    _hostile_csv(tmp_path).rename(data)
+    monkeypatch.chdir("/")
+    args = ["compare", "--data", str(data), "--sensitive", "group"]
+    result = CliRunner().invoke(cli, [*args, "--output", str(data.parent), "--force"])
+    assert result.exit_code == 2 and "which holds" in result.output
+
+
+def test_an_unwritable_parent_is_a_usage_error(tmp_path, monkeypatch):
+    import errno
+
+    real_open = os.open
+
+    def read_only(path, *args, **kwargs):
+        if str(path).endswith(".fairpca-lock"):
+            raise OSError(errno.EROFS, "Read-only file system", str(path))
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(_output.os, "open", read_only)
+    assert "Read-only file system" in _refused_before_fitting(tmp_path, tmp_path / "out")
+
+
+def test_an_output_with_an_undecodable_name_is_written(tmp_path):
+    out = tmp_path / os.fsdecode(b"out-\xff")
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(rng.normal(size=(80, 3)), columns=["a", "b", "c"])
+    frame["group"] = ["x", "y"] * 40
+    path = tmp_path / "two_groups.csv"
+    frame.to_csv(path, index=False)
+    args = ["compare", "--data", str(path), "--sensitive", "group", "-d", "1"]
+    args += ["--methods", "MeanMatchingFairPCA", "--output", str(out)]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    assert (out / "comparison.md").exists() and "wrote" in result.output
