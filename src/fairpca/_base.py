@@ -123,7 +123,15 @@ def forget_fit(estimator):
 
 
 def attribute_moments(
-    X, sensitive_features, continuous=None, *, min_groups=2, min_group_size=1, weights=None
+    X,
+    sensitive_features,
+    continuous=None,
+    *,
+    min_groups=2,
+    min_group_size=1,
+    weights=None,
+    estimator_name="this fit",
+    groups_held=0,
 ):
     """Group moments of in-memory data whose attribute table may hold continuous columns.
 
@@ -135,7 +143,12 @@ def attribute_moments(
     before the pass; whether the covariates vary is checked after it by
     :func:`moments_problem`.
 
-    ``weights`` are validated sample weights (or None).
+    ``weights`` are validated sample weights (or None). Once the number ``k``
+    of groups is known, and before the pass, the ``k + 1`` dense ``p x p``
+    matrices it leads to (plus ``groups_held`` already held, e.g. by
+    ``partial_fit`` merging into earlier moments) are checked against the
+    memory budget (:func:`~fairpca._validation.check_width`, naming
+    ``estimator_name``).
 
     Returns
     -------
@@ -155,6 +168,8 @@ def attribute_moments(
         groups, codes = check_sensitive_features(
             categorical, n_samples, min_groups=min_groups, min_group_size=min_group_size
         )
+    width = X.shape[1] + (0 if covariates is None else covariates.shape[1])
+    check_width(width, estimator_name, n_groups=len(groups) + groups_held)
     return GroupMoments._from_codes(X, codes, groups, covariates, weights), codes, names
 
 
@@ -503,6 +518,7 @@ class FairPCABase(
             self._continuous_columns(),
             min_group_size=self._min_group_size,
             weights=weights,
+            estimator_name=type(self).__name__,
         )
         problem = moments_problem(moments, names, self._min_group_size)
         if problem:
@@ -644,7 +660,13 @@ class FairPCABase(
         names = None
         if grouped:
             part, _, names = attribute_moments(
-                X, sensitive_features, self._continuous_columns(), min_groups=1, weights=weights
+                X,
+                sensitive_features,
+                self._continuous_columns(),
+                min_groups=1,
+                weights=weights,
+                estimator_name=type(self).__name__,
+                groups_held=0 if first else self.moments_.n_groups,
             )
         else:
             warn(

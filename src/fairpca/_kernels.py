@@ -38,7 +38,7 @@ import numpy as np
 from scipy.spatial.distance import cdist, pdist
 from sklearn.utils import check_random_state
 
-from fairpca._validation import _plain
+from fairpca._validation import _plain, check_allocation, check_width
 
 _TILE_ROWS = 1024  # exact kernel sums in tiles of 1024 x 1024 (8 MiB: stays in cache)
 _RFF_CHUNK_BYTES = 2**20  # 1 MiB of single-precision features per chunk: stays in cache
@@ -797,6 +797,13 @@ def _qmc_frequencies(n_components, n_frequencies, bandwidth, seed):
     """
     from scipy.stats import norm, qmc
 
+    # The Sobol' points (a power of two of them), their clipped copy and the quantiles.
+    check_allocation(
+        3 * 8.0 * n_components * 2.0 ** np.ceil(np.log2(n_frequencies)),
+        f"the quasi-random frequencies of n_random_features={n_frequencies} "
+        f"in {n_components} dimensions",
+        "Lower n_random_features.",
+    )
     try:
         sampler = qmc.Sobol(n_components, scramble=True, rng=seed)
     except TypeError:  # scipy < 1.15 names it seed
@@ -809,6 +816,27 @@ def _qmc_frequencies(n_components, n_frequencies, bandwidth, seed):
 # --------------------------------------------------------------------------
 # Bandwidth
 # --------------------------------------------------------------------------
+
+
+def check_feature_moments(n_features, n_groups, estimator_name, parameter):
+    """Refuse a feature map too wide for the dense moments of its features.
+
+    Moments of an explicit feature map (random Fourier features, Nystroem)
+    hold one ``D x D`` matrix per group and the pooled one, ``D`` the number
+    of features: checked like data of width ``D`` (:func:`check_width`), with
+    the parameter that sets ``D`` named in the message.
+
+    Parameters
+    ----------
+    n_features : int
+        ``D``.
+    n_groups : int
+        Groups the moments hold.
+    estimator_name : str
+    parameter : str
+        E.g. ``"n_random_features=100000"``.
+    """
+    check_width(n_features, f"{estimator_name} ({parameter}: {n_features} features)", n_groups)
 
 
 def _bandwidth_rows(n_samples, max_samples, random_state):

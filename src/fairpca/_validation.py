@@ -22,6 +22,11 @@ __all__ = [
     "check_n_components",
     "components_for_fraction",
     "check_sensitive_features",
+    "check_allocation",
+    "check_width",
+    "MAX_DENSE_MOMENT_BYTES",
+    "MemoryBudgetError",
+    "DataTooWideError",
 ]
 
 
@@ -640,28 +645,88 @@ def _check_n_groups(groups, min_groups=2, name="sensitive_features"):
 
 
 #: Largest total size of the dense p x p moment matrices a covariance-based fit may
-#: hold (at least three: two groups and the pooled scatter).
+#: hold (one per group and the pooled scatter), and the budget every other allocation
+#: that grows with a hyper-parameter (iterations, restarts, features) is checked
+#: against before it happens (:func:`check_allocation`).
 MAX_DENSE_MOMENT_BYTES = 8 * 2**30
 
 
-class DataTooWideError(ValueError):
+class MemoryBudgetError(ValueError):
+    """An allocation would exceed :data:`MAX_DENSE_MOMENT_BYTES` (see :func:`check_allocation`)."""
+
+
+class DataTooWideError(MemoryBudgetError):
     """The data have too many features for dense ``p x p`` moments (see :func:`check_width`)."""
 
 
-def check_width(n_features, estimator_name):
+def _gib(n_bytes):
+    """A size in GiB (MiB below one GiB), for messages."""
+    if n_bytes < 2**30:
+        return f"{n_bytes / 2**20:.3g} MiB"
+    return f"{n_bytes / 2**30:.3g} GiB"
+
+
+def check_allocation(n_bytes, what, advice=""):
+    """Refuse an allocation larger than :data:`MAX_DENSE_MOMENT_BYTES`, before it happens.
+
+    Parameters
+    ----------
+    n_bytes : int or float
+        Bytes the allocation would take (a float, so that products of huge
+        parameters do not overflow).
+    what : str
+        What would be allocated, naming the parameter it grows with, e.g.
+        ``"the objective history of n_iter=1000000000 steps for 21 starts"``.
+    advice : str, default=""
+        What to change, appended to the message.
+
+    Raises
+    ------
+    MemoryBudgetError
+        A ``ValueError`` saying what would need how much memory.
+    """
+    budget = MAX_DENSE_MOMENT_BYTES
+    if float(n_bytes) > budget:
+        raise MemoryBudgetError(
+            f"{what} would need {_gib(float(n_bytes))}, more than the {_gib(budget)} "
+            f"budget (fairpca._validation.MAX_DENSE_MOMENT_BYTES). {advice}".rstrip()
+        )
+
+
+def check_width(n_features, estimator_name, n_groups=None):
     """Refuse data too wide for dense ``p x p`` moments, naming the estimator that fits it.
+
+    Parameters
+    ----------
+    n_features : int
+        Width ``p`` of the data (with any continuous attributes appended).
+    estimator_name : str
+        Named in the message.
+    n_groups : int, default=None
+        Number ``k`` of groups, when known: the moments hold one ``p x p``
+        scatter per group and the fit the pooled one, ``k + 1`` matrices. None
+        (labels not read yet) counts two groups, three matrices, the fewest a
+        fair fit holds.
 
     Raises
     ------
     DataTooWideError
-        A ``ValueError``, if three ``n_features x n_features`` float64 matrices
-        exceed :data:`MAX_DENSE_MOMENT_BYTES`.
+        A ``ValueError``, if ``k + 1`` ``n_features x n_features`` float64
+        matrices exceed :data:`MAX_DENSE_MOMENT_BYTES`.
     """
     each = 8 * n_features**2
-    if 3 * each > MAX_DENSE_MOMENT_BYTES:
+    matrices = 3 if n_groups is None else int(n_groups) + 1
+    if matrices * each > MAX_DENSE_MOMENT_BYTES:
+        held = (
+            "at least three"
+            if n_groups is None
+            else f"{matrices} (one per group of the {n_groups} and the pooled scatter)"
+        )
         raise DataTooWideError(
-            f"X has {n_features} features: {estimator_name} holds at least three dense "
-            f"{n_features} x {n_features} matrices ({each / 2**30:.1f} GiB each). For data "
+            f"X has {n_features} features: {estimator_name} holds {held} dense "
+            f"{n_features} x {n_features} matrices ({each / 2**30:.1f} GiB each, "
+            f"{_gib(matrices * each)} in all, more than the {_gib(MAX_DENSE_MOMENT_BYTES)} "
+            "budget fairpca._validation.MAX_DENSE_MOMENT_BYTES). For data "
             "this wide use fairpca.StreamingFairPCA, which needs O(n_features * "
             "(n_components + unfair_rank)) memory."
         )

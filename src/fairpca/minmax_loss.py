@@ -29,7 +29,7 @@ from sklearn.exceptions import ConvergenceWarning
 from fairpca._base import FairPCABase
 from fairpca._linalg import top_eigh, top_eigh_fast
 from fairpca._minmax_rounding import diagonal_captures, round_extreme_point, round_lp
-from fairpca._validation import check_number
+from fairpca._validation import check_allocation, check_number
 from fairpca._warnings import warn
 
 __all__ = ["MinMaxLossFairPCA"]
@@ -294,13 +294,18 @@ def _solve_multiplicative_weights(B, beta, d, eta, tol, max_iter, log_level):
     ``|loss_a(P_s)|`` seen up to step ``t``: the step no longer depends on the
     units of the data. The fractional solution is the average of the ``P_t``.
 
+    Memory does not grow with ``max_iter``: the bases ``V_t`` (p x d each) are
+    kept until they hold ``p`` columns, then summed into the dense ``p x p``
+    matrix ``sum_t V_t V_t^T`` (no larger than them), returned as one factor.
+
     Returns
     -------
     Same as :func:`_solve_cutting_plane`.
     """
-    k = B.shape[0]
+    k, p = B.shape[0], B.shape[1]
     log_w = np.zeros(k)
     columns, loss_sum = [], np.zeros(k)
+    projector_sum = None  # sum_t V_t V_t^T, once the columns would outgrow it
     w_best, g_best = np.full(k, 1.0 / k), -np.inf
     converged, rho = False, np.finfo(float).tiny
     for n_iter in range(1, max_iter + 1):
@@ -309,7 +314,13 @@ def _solve_multiplicative_weights(B, beta, d, eta, tol, max_iter, log_level):
         g, V, losses = _dual_value(B, beta, w, d, exact=False)
         if g > g_best:
             w_best, g_best = w, g
-        columns.append(V)
+        if projector_sum is None and (len(columns) + 1) * d > p:
+            stacked = np.hstack(columns) if columns else np.zeros((p, 0))
+            projector_sum, columns = stacked @ stacked.T, []
+        if projector_sum is None:
+            columns.append(V)
+        else:
+            projector_sum += V @ V.T
         loss_sum += losses
         upper = float(np.max(loss_sum / n_iter))
         if _gap_closed(B, upper, g_best, tol, n_iter, log_level):
@@ -317,6 +328,11 @@ def _solve_multiplicative_weights(B, beta, d, eta, tol, max_iter, log_level):
             break
         rho = max(rho, float(np.max(np.abs(losses))))
         log_w += eta * np.sqrt((np.log(k) + 1.0) / n_iter) * losses / rho
+    if projector_sum is not None:
+        # The average projector as one factor F (F F^T = sum_t V_t V_t^T / T).
+        lam, U = np.linalg.eigh(projector_sum / n_iter)
+        keep = lam > 0
+        return [U[:, keep] * np.sqrt(lam[keep])], np.ones(1), w_best, g_best, n_iter, converged
     mu = np.full(len(columns), 1.0 / len(columns))
     return columns, mu, w_best, g_best, n_iter, converged
 
@@ -798,6 +814,15 @@ class MinMaxLossFairPCA(FairPCABase):
                 "error is zero, so their loss is their whole reconstruction error and the "
                 "fair projection will spend dimensions on fitting those rows exactly.",
                 UserWarning,
+            )
+        k, p = len(moments.groups), moments.n_features
+        if self.solver == "auto" and k > 2 and not self.nested:
+            # Kelley's cutting planes keep every basis they generate (the LP mixes them).
+            check_allocation(
+                8.0 * p * d * (int(self.max_iter) + k),
+                f"MinMaxLossFairPCA(solver='auto') with {k} groups keeps one {p} x {d} basis "
+                f"per iteration: max_iter={self.max_iter} of them",
+                "Lower max_iter (the solver usually stops on its duality gap far sooner).",
             )
         B = moments.second_moment(center="pooled")
         params = {

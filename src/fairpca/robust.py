@@ -42,7 +42,7 @@ from threadpoolctl import threadpool_limits
 
 from fairpca._base import FairPCABase
 from fairpca._linalg import top_eigh
-from fairpca._validation import _plain, check_number
+from fairpca._validation import _plain, check_allocation, check_number
 from fairpca._warnings import warn
 from fairpca.riemannian.geometry import (
     _CHOLESKY_QR_MAX_STEP2,
@@ -482,6 +482,24 @@ def _subgradient_descent(
     return best_points.transpose(0, 2, 1), best_values, history, n_steps
 
 
+def _check_descent_memory(n_restarts, n_iter, p, d, k, parametrization):
+    """Refuse a descent whose arrays exceed the memory budget, before allocating them.
+
+    Per run (``n_restarts + 1``) of points ``r = d`` or ``p - d`` columns wide: the
+    products ``X^T M_b`` (``r k p``), about six ``r p`` arrays (starts, iterate,
+    best iterate, gradient, retraction) and the history (``n_iter + 1``).
+    """
+    r = d if parametrization == "direct" else p - d
+    runs = float(n_restarts) + 1.0
+    check_allocation(
+        8.0 * runs * (r * p * (k + 6.0) + n_iter + 1.0),
+        f"RobustFairPCA's descent from n_restarts + 1 = {int(runs)} starts (points of "
+        f"{p} x {r} with parametrization={parametrization!r}, {k} groups, n_iter={n_iter})",
+        "Lower n_restarts"
+        + (" or use parametrization='direct'." if parametrization == "complement" else "."),
+    )
+
+
 def _single_blas_thread(starts, n_groups):
     """Context keeping BLAS on one thread during the descent from ``starts`` (R, p, r).
 
@@ -802,8 +820,14 @@ class RobustFairPCA(FairPCABase):
     def _check_params(self):
         check_number(self.lam, "lam", numbers.Real, minimum=0)
         check_number(self.alpha, "alpha", numbers.Real, minimum=0)
-        check_number(self.n_iter, "n_iter", minimum=1)
-        check_number(self.n_restarts, "n_restarts", minimum=0)
+        n_iter = check_number(self.n_iter, "n_iter", minimum=1)
+        runs = check_number(self.n_restarts, "n_restarts", minimum=0) + 1
+        # Known before any data: the objective history of every run.
+        check_allocation(
+            8.0 * runs * (n_iter + 1),
+            f"the objective history of n_iter={n_iter} steps from n_restarts + 1 = {runs} starts",
+            "Lower n_iter or n_restarts.",
+        )
         for name, value, options in (
             ("retraction", self.retraction, _RETRACTIONS),
             ("parametrization", self.parametrization, _PARAMETRIZATIONS),
@@ -868,6 +892,9 @@ class RobustFairPCA(FairPCABase):
                 UserWarning,
             )
 
+        _check_descent_memory(
+            self.n_restarts, self.n_iter, p, d, problem.n_groups, self.parametrization
+        )
         # PCA start (top-d eigenvectors of the pooled covariance) plus random subspaces.
         covariance = np.einsum("b,bij->ij", problem.proportions, problem.second_moments)
         pca = top_eigh(covariance, d)[1][None]
