@@ -163,3 +163,18 @@ def test_feature_moments_of_a_wide_feature_map_are_refused():
     check_feature_moments(1024, 2, "FairKernelPCA", "n_random_features=512")
     with pytest.raises(DataTooWideError, match=r"n_random_features=100000: 200000 features"):
         check_feature_moments(200_000, 2, "FairKernelPCA", "n_random_features=100000")
+
+
+# ------------------------------------------------------------------ exact MMD²
+def test_exact_mmd_on_too_many_rows_is_refused_with_the_alternatives(monkeypatch):
+    import fairpca._mmd_objective as objective
+
+    monkeypatch.setattr(objective, "EXACT_MAX_ROWS", 30)
+    X, s = _groups(2, 3, rows_per_group=40)
+    est = fairpca.MMDFairPCA(mmd="exact")
+    with pytest.raises(ValueError, match=r"80 constrained rows.*mmd='rff'.*max_samples=30"):
+        est.fit(X, sensitive_features=s)
+    assert not hasattr(est, "components_")
+    # A subsample within the limit is accepted; so is "auto", which documents its choice.
+    objective.check_exact_cost("exact", [30], 30)
+    objective.check_exact_cost("auto", [80], 20000)

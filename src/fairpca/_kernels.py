@@ -183,7 +183,8 @@ def _constraint_values(gram, stratum):
     if stratum.constraint == "pairwise":
         return _pairwise_from_gram(gram)
     rest = np.eye(len(gram)) - stratum.mixtures
-    rest_gram = np.einsum("ab,bc,ac->a", rest, gram, rest)
+    # Row by row r_a^T G r_a, as one matrix product: a three-operand einsum loops k³ in C.
+    rest_gram = np.einsum("ab,ab->a", rest @ gram, rest)
     values = np.diag(gram) + rest_gram - 2.0 * np.einsum("ab,ab->a", gram, rest)
     return np.maximum(values, 0.0)
 
@@ -201,7 +202,7 @@ def _sampling_floors(gram, stratum):
     """
     m, n_rows, coef = stratum.floor_terms
     # m_c^T G m_c is the sum of the kernel over all pairs of the N_c rows, self-pairs included.
-    pair_sums = np.einsum("ca,ab,cb->c", m, gram, m)
+    pair_sums = np.einsum("cb,cb->c", m @ gram, m)
     kbar = (pair_sums - n_rows) / (n_rows * (n_rows - 1.0))
     return coef * (1.0 - kbar)
 

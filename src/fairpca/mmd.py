@@ -50,7 +50,7 @@ from fairpca._kernels import (
     _subsample_positions,
 )
 from fairpca._linalg import top_eigh
-from fairpca._mmd_objective import _CachedObjective, _Penalty
+from fairpca._mmd_objective import _CachedObjective, _Penalty, check_exact_cost
 from fairpca._sparse import issparse
 from fairpca._validation import _plain, check_number, check_sensitive_features
 from fairpca._warnings import warn
@@ -396,7 +396,9 @@ class MMDFairPCA(FairPCABase):
         How MMD² and its gradient are computed while optimising. ``"exact"``:
         all pairs of rows, ``O(m² d)`` time per evaluation for ``m``
         constrained rows and ``O(m (k d + p))`` memory (tiles of 1024 rows:
-        m = 20000 needs about 0.1 GiB). ``"rff"``: random Fourier features
+        m = 20000 needs about 0.1 GiB); refused above m = 10000 rows (a
+        minute or more per outer iteration): lower ``max_samples`` or use
+        ``"auto"`` or ``"rff"``. ``"rff"``: random Fourier features
         ``[cos(w^T z), sin(w^T z)]`` at ``D = n_random_features`` frequencies
         ``w`` (a scrambled Sobol' sequence mapped to ``N(0, I / sigma²)``,
         [Avron2016]_), ``O(m D d)`` time per evaluation, trigonometric
@@ -717,6 +719,7 @@ class MMDFairPCA(FairPCABase):
         rng = check_random_state(self.random_state)
         seeds = rng.randint(np.iinfo(np.int32).max, size=5)
         selected = self._select_rows(codes, moments.groups, y, np.random.RandomState(seeds[1]))
+        check_exact_cost(self.mmd, [c.sum() for _, _, c in selected], self.max_samples)
         sigma = moments.covariance()
         wanted = [rows for _, rows, _ in selected]
         median = isinstance(self.bandwidth, str)  # "median", checked by _check_params
@@ -802,6 +805,7 @@ class MMDFairPCA(FairPCABase):
             method = _cheaper_method(fit_strata, d, self.n_random_features, tau)
         self.mmd_method_ = method
         self.mmd_rows_ = sum(st.X.shape[0] for st in fit_strata)
+        self._log(f"MMD² by {method} sums on {self.mmd_rows_} rows; one line per outer iteration")
         frequencies = None
         if method == "rff":
             frequencies = _qmc_frequencies(d, self.n_random_features, bandwidth, seeds[2])
