@@ -405,3 +405,43 @@ def test_attribute_table_cell_too_small_is_named(cls):
     with pytest.raises(ValueError, match=rf"\('{table.loc[7, 'sex']}', 'c'\) \(1 rows\)"):
         est.fit(X, sensitive_features=table)
     assert not hasattr(est, "n_features_in_")
+
+
+@pytest.mark.parametrize("dtype", ["string", "boolean", "object"])
+def test_pandas_missing_labels_are_called_missing(dtype):
+    """``pd.NA`` in a nullable column is a missing label, not a second label type."""
+    X, s = make_gaussian_groups(n_samples=40, n_features=3, random_state=0)
+    values = (s == s[0]) if dtype == "boolean" else np.where(s == s[0], "a", "b")
+    labels = pd.Series(values, dtype=dtype)
+    labels[3] = pd.NA
+    with pytest.raises(ValueError, match=r"missing labels \(None, NaN or pd.NA\)"):
+        GroupBalancedPCA(n_components=2).fit(X, sensitive_features=labels)
+
+
+def test_dask_partitions_with_permuted_columns_are_aligned_by_name(tmp_path):
+    """CSV files listing the columns in another order: each partition is put in order."""
+    dd = pytest.importorskip("dask.dataframe")
+    X, s = make_gaussian_groups(n_samples=200, n_features=4, random_state=0)
+    X = X * np.array([1.0, 2.0, 3.0, 4.0])
+    frame = pd.DataFrame(X, columns=list("abcd"))
+    frame.iloc[:100].to_csv(tmp_path / "x0.csv", index=False)
+    frame.iloc[100:][["c", "a", "d", "b"]].to_csv(tmp_path / "x1.csv", index=False)
+    labels = pd.DataFrame({"s": s})
+    labels.iloc[:100].to_csv(tmp_path / "s0.csv", index=False)
+    labels.iloc[100:].to_csv(tmp_path / "s1.csv", index=False)
+    lazy_X = dd.read_csv([str(tmp_path / "x0.csv"), str(tmp_path / "x1.csv")])
+    lazy_s = dd.read_csv([str(tmp_path / "s0.csv"), str(tmp_path / "s1.csv")])["s"]
+    lazy = fairpca.MeanMatchingFairPCA(n_components=2).fit(lazy_X, sensitive_features=lazy_s)
+    eager = fairpca.MeanMatchingFairPCA(n_components=2).fit(frame, sensitive_features=s)
+    assert list(lazy.feature_names_in_) == list("abcd")
+    np.testing.assert_allclose(lazy.moments_.means, eager.moments_.means, rtol=1e-12)
+    np.testing.assert_allclose(lazy.components_, eager.components_, atol=1e-10)
+
+    frame.iloc[100:].rename(columns={"d": "e"}).to_csv(tmp_path / "x1.csv", index=False)
+    renamed = dd.read_csv([str(tmp_path / "x0.csv"), str(tmp_path / "x1.csv")])
+    est = fairpca.MeanMatchingFairPCA(n_components=2)
+    with pytest.raises(
+        ValueError, match=r"a partition of X has the columns \['a', 'b', 'c', 'e'\]"
+    ):
+        est.fit(renamed, sensitive_features=lazy_s)
+    assert not hasattr(est, "components_")

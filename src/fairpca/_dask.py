@@ -34,7 +34,7 @@ def _dask_rows(X, da):
     columns = None
     if hasattr(X, "to_dask_array"):  # Dask DataFrame: one block per partition
         columns = list(X.columns)
-        X = X.to_dask_array()
+        X = _frame_array(X)
     elif not isinstance(X, da.Array):
         X = da.asarray(X)
     if X.ndim != 2:
@@ -42,6 +42,36 @@ def _dask_rows(X, da):
     if X.dtype.kind not in "biuf":
         raise TypeError(f"X must be numeric; got a Dask collection of dtype {X.dtype}.")
     return X.rechunk({1: -1}), columns
+
+
+def _frame_array(frame):
+    """A Dask DataFrame's (or Series') values as a Dask array, columns matched by name.
+
+    A partition's values come in its own column order, which Dask does not
+    check against the meta (e.g. CSV files whose headers list the columns
+    differently): each partition is put in the meta's order first.
+    """
+    if frame.ndim == 2:
+        frame = frame.map_partitions(_aligned_partition, list(frame.columns), meta=frame._meta)
+    return frame.to_dask_array()
+
+
+def _aligned_partition(part, columns):
+    """``part`` (a pandas DataFrame) with its columns in the order ``columns``.
+
+    Raises a ``ValueError`` when its columns are not those names, or when the
+    names repeat, so that columns cannot be matched by name.
+    """
+    own = list(part.columns)
+    if own == columns:
+        return part
+    if sorted(map(repr, own)) != sorted(map(repr, columns)) or len(set(columns)) < len(columns):
+        raise ValueError(
+            f"a partition of X has the columns {own[:20]!r}, but X (its first partition or "
+            f"meta) has {columns[:20]!r}: every partition needs the same column names, "
+            "which are matched by name (repeated names cannot be)."
+        )
+    return part[columns]
 
 
 def _dask_labels(sensitive_features, X, da):
@@ -56,7 +86,7 @@ def _dask_labels(sensitive_features, X, da):
         with warnings.catch_warnings():
             # String columns become object arrays, which is what the labels need.
             warnings.filterwarnings("ignore", "Dask currently has limited support", UserWarning)
-            labels = labels.to_dask_array()
+            labels = _frame_array(labels)
     elif not isinstance(labels, da.Array):
         labels = np.asarray(labels)
         if np.isnan(X.shape[0]):

@@ -161,6 +161,18 @@ def _label_kind(label_type):
     return label_type.__name__
 
 
+def _is_pandas_missing(label_type):
+    """Whether ``label_type`` is pandas' missing-value marker (``pd.NA``, ``pd.NaT``).
+
+    Nullable pandas columns (``string``, ``boolean``, ``Int64``) hold ``pd.NA``
+    for missing entries; decided by type, without importing pandas.
+    """
+    return label_type.__module__.startswith("pandas") and label_type.__name__ in (
+        "NAType",
+        "NaTType",
+    )
+
+
 def check_sensitive_features(
     sensitive_features, n_samples, name="sensitive_features", *, min_groups=1, min_group_size=1
 ):
@@ -242,11 +254,12 @@ def _encode_1d_labels(labels, n_samples, name):
         types = set(map(type, labels.tolist()))
         missing = (
             type(None) in types
+            or any(_is_pandas_missing(t) for t in types)
             or any(issubclass(t, float) for t in types)
             and any(isinstance(v, float) and v != v for v in labels.tolist())
         )
         if missing:
-            raise ValueError(f"{name} contains missing labels (None or NaN).")
+            raise ValueError(f"{name} contains missing labels (None, NaN or pd.NA).")
         kinds = {_label_kind(t) for t in types}
         if len(kinds) > 1:
             raise TypeError(
