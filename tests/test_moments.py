@@ -446,3 +446,24 @@ def test_strided_and_fortran_data(small_blocks):
     s = (rng.random(700) < 0.2).astype(int)
     for X in (wide[:, ::2], np.asfortranarray(wide[:, ::2]), wide[::-1, ::2]):
         _assert_equals_reference(GroupMoments.from_arrays(X, s), X, s)
+
+
+def test_moment_pass_holds_one_scatter_array():
+    # The width check budgets (k + 1) p x p matrices; the pass must not hold more
+    # (it held four k p^2 arrays at its peak: sums, a copy, a product, the result).
+    import tracemalloc
+
+    rng = np.random.default_rng(0)
+    p, k = 400, 16
+    X = rng.normal(size=(4000, p))
+    s = rng.integers(0, k, len(X))
+    tracemalloc.start()
+    try:
+        moments = GroupMoments.from_arrays(X, s)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert moments.scatters.shape == (k, p, p)
+    # Beyond the k p^2 result: row blocks, a pooled and a group Gram matrix, a mask.
+    block = max(moments_module._BLOCK_BYTES, moments_module._MIN_BLOCK_ROWS * 8 * p)
+    assert peak < k * p * p * 8 + 2 * block + 3 * p * p * 8 + k * p * p

@@ -482,18 +482,15 @@ def _group_scatters(X, codes, counts, covariates=None, weights=None):
     scatters : ndarray of shape (n_groups, n_features + n_covariates, n_features + n_covariates)
         Zero for groups without rows.
     """
-    width = X.shape[1] + (0 if covariates is None else covariates.shape[1])
     n_groups = len(counts)
     present = np.flatnonzero(counts)
     shift = _rough_shift(X)
     if covariates is not None:
         shift = np.concatenate((shift, _rough_shift(covariates)))
-    grams = np.zeros((n_groups, width, width))
-    sums = np.zeros((n_groups, width))
-    scales = np.zeros((n_groups, width))
-    grams[present], sums[present], scales[present] = _block_sums(
-        X, codes, present, shift, covariates, weights
-    )
+    grams, sums, scales = _block_sums(X, codes, present, shift, covariates, weights)
+    if len(present) < n_groups:
+        # Zero rows for the empty groups; the common case keeps the one k p^2 array.
+        grams, sums, scales = (_scatter_rows(a, present, n_groups) for a in (grams, sums, scales))
     # A non-finite value of X, or an overflow, reaches a diagonal of G_a (also
     # through the pooled subtraction: inf - inf is NaN).
     if not np.isfinite(np.diagonal(grams, axis1=1, axis2=2)).all():
@@ -501,7 +498,10 @@ def _group_scatters(X, codes, counts, covariates=None, weights=None):
     sizes = np.where(counts > 0, counts, 1)[:, None]
     delta = sums / sizes
     means = shift + delta
-    scatters = grams - sizes[:, :, None] * delta[:, :, None] * delta[:, None, :]
+    # In place, one group at a time: the pass peaks at one k p^2 array, not four.
+    scatters = grams
+    for a in range(n_groups):
+        scatters[a] -= (sizes[a, 0] * delta[a])[:, None] * delta[a][None, :]
 
     # The rounding error of G_a is about eps * max(scales[a]).
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -514,6 +514,13 @@ def _group_scatters(X, codes, counts, covariates=None, weights=None):
         scatters[redo] = grams - counts[redo][:, None, None] * delta[:, :, None] * delta[:, None, :]
     _check_scatters(X, scatters, counts)
     return means, scatters
+
+
+def _scatter_rows(values, rows, n_rows):
+    """``values`` placed at ``rows`` of a zero array with ``n_rows`` rows."""
+    out = np.zeros((n_rows, *values.shape[1:]))
+    out[rows] = values
+    return out
 
 
 def _check_scatters(X, scatters, counts):
@@ -537,7 +544,7 @@ def _check_no_underflow(X, scatters, counts):
     """
     present = counts > 0
     spread = np.max(
-        np.diagonal(scatters[present], axis1=1, axis2=2) / counts[present][:, None], initial=0.0
+        np.diagonal(scatters, axis1=1, axis2=2)[present] / counts[present][:, None], initial=0.0
     )
     if spread < _MIN_SPREAD:
         check_magnitude(X)
