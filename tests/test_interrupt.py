@@ -33,6 +33,9 @@ RUNNER = textwrap.dedent(
     import os, signal, sys
 
     phase, how = os.environ["STOP_PHASE"], os.environ["STOP_HOW"]
+    # Python keeps SIGINT ignored when it starts so (a background job of a script):
+    # give it the handler an interactive terminal gives it.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
     def stop():
         if how == "wait":
