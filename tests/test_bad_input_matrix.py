@@ -27,12 +27,7 @@ def _estimators():
         fairpca.FairKernelPCA: {"random_state": 0},
         fairpca.StreamingFairPCA: {"unfair_rank": 1, "random_state": 0},
     }
-    classes = [
-        *fairpca.all_estimators(),
-        fairpca.FairKernelPCA,
-        fairpca.LinearErasure,
-        fairpca.StreamingFairPCA,
-    ]
+    classes = fairpca.all_estimators()
     return {cls.__name__: (cls, fast.get(cls, {})) for cls in classes}
 
 

@@ -42,14 +42,36 @@ class GroupBalancedPCA(FairPCABase):
     calls = 0
 
 
+#: Checks of scikit-learn that an estimator of the package cannot pass, and why. The
+#: checks call fit(X) without groups, which every estimator answers with its
+#: group-blind fit (GroupBlindFitWarning): none fails for being fair.
+EXPECTED_FAILED_CHECKS = {
+    "StreamingFairPCA": {
+        "check_transformer_n_iter": (
+            "n_iter_ is a pair (power iterations on the covariance difference, then on "
+            "the projected covariance), one per phase of the fair power method; the check "
+            "compares it with an int"
+        ),
+    },
+}
+
+#: The FairPCABase projections (the nine estimators less the three beside the base).
+PROJECTIONS = [cls for cls in fairpca.all_estimators() if issubclass(cls, FairPCABase)]
+
+
+def _checked(cls):
+    """``cls`` as scikit-learn's common checks run it: one component where it has them."""
+    return cls(n_components=1) if "n_components" in cls().get_params() else cls()
+
+
 @parametrize_with_checks(
-    [GroupBalancedPCA()] + [cls(n_components=1) for cls in fairpca.all_estimators()]
+    [GroupBalancedPCA()] + [_checked(cls) for cls in fairpca.all_estimators()],
+    expected_failed_checks=lambda est: EXPECTED_FAILED_CHECKS.get(type(est).__name__, {}),
 )
 def test_sklearn_compatible(estimator, check):
+    # The checks call fit(X): the group-blind fit and its warning are what they test.
     with warnings.catch_warnings():
-        warnings.filterwarnings(
-            "ignore", message=".*without sensitive_features", category=UserWarning
-        )
+        warnings.simplefilter("ignore", fairpca.GroupBlindFitWarning)
         check(estimator)
 
 
@@ -274,7 +296,7 @@ def test_all_estimators_lists_concrete_registered_classes(monkeypatch):
     assert exported == set(ESTIMATORS)
 
 
-@pytest.mark.parametrize("cls", fairpca.all_estimators(), ids=lambda c: c.__name__)
+@pytest.mark.parametrize("cls", PROJECTIONS, ids=lambda c: c.__name__)
 def test_group_blind_refit_keeps_no_attribute_of_the_fair_fit(cls):
     rng = np.random.default_rng(0)
     X = rng.normal(size=(60, 4)) * [3.0, 2.0, 1.0, 0.5]
@@ -296,7 +318,7 @@ def test_group_blind_refit_keeps_no_attribute_of_the_fair_fit(cls):
     np.testing.assert_allclose(est.components_, PCA(n_components=2).fit(X).components_, atol=1e-8)
 
 
-@pytest.mark.parametrize("cls", fairpca.all_estimators(), ids=lambda c: c.__name__)
+@pytest.mark.parametrize("cls", PROJECTIONS, ids=lambda c: c.__name__)
 @pytest.mark.parametrize("fraction", [0.3, 0.8])
 def test_fraction_n_components_fits_the_pca_number_of_components(cls, fraction):
     from sklearn.decomposition import PCA
@@ -333,7 +355,7 @@ def test_fraction_n_components_on_dask_and_partial_fit_and_bad_values():
         fairpca.MeanMatchingFairPCA(n_components="2").fit(X, sensitive_features=s)
 
 
-@pytest.mark.parametrize("cls", fairpca.all_estimators(), ids=lambda c: c.__name__)
+@pytest.mark.parametrize("cls", PROJECTIONS, ids=lambda c: c.__name__)
 def test_integer_sample_weight_equals_repeating_rows(cls):
     X, s = make_gaussian_groups(n_samples=300, n_features=6, random_state=4)
     w = np.random.default_rng(4).integers(0, 4, size=300)
@@ -390,7 +412,7 @@ def test_sample_weight_in_partial_fit_and_bad_weights():
 
 @pytest.mark.parametrize(
     "cls",
-    [*fairpca.all_estimators(), fairpca.FairKernelPCA, fairpca.LinearErasure],
+    [*PROJECTIONS, fairpca.FairKernelPCA, fairpca.LinearErasure],
     ids=lambda c: c.__name__,
 )
 def test_attribute_table_cell_too_small_is_named(cls):
@@ -445,3 +467,180 @@ def test_dask_partitions_with_permuted_columns_are_aligned_by_name(tmp_path):
     ):
         est.fit(renamed, sensitive_features=lazy_s)
     assert not hasattr(est, "components_")
+
+
+# ------------------------------------------------------- registry and capabilities
+def _small(cls, **params):
+    """``cls`` with one component (where it has them) and a seed (where it takes one)."""
+    defaults = cls().get_params()
+    if "n_components" in defaults:
+        params.setdefault("n_components", 1)
+    if "random_state" in defaults:
+        params.setdefault("random_state", 0)
+    return cls(**params)
+
+
+def _shifted_groups(n=120, p=5, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, p)) * np.linspace(3.0, 0.5, p)
+    s = np.repeat([0, 1], n // 2)
+    X[s == 1, 1] += 2.0
+    return X, s
+
+
+def test_all_estimators_lists_the_nine_and_filters_by_capability():
+    from fairpca._registry import ESTIMATORS
+
+    assert fairpca.all_estimators() == list(ESTIMATORS.values())
+    assert len(ESTIMATORS) == 9
+    assert fairpca.all_estimators(linear_projection=True) == [
+        *PROJECTIONS,
+        fairpca.StreamingFairPCA,
+    ]
+    assert fairpca.all_estimators(linear_projection=False) == [
+        fairpca.FairKernelPCA,
+        fairpca.LinearErasure,
+    ]
+    assert fairpca.all_estimators(partial_fit=False) == [fairpca.FairKernelPCA, fairpca.MMDFairPCA]
+    assert fairpca.all_estimators(fair=False) == []
+    with pytest.raises(TypeError, match="unknown capabilities"):
+        fairpca.all_estimators(linear=True)
+    table = fairpca.estimator_capabilities()
+    assert list(table) == list(ESTIMATORS)
+    assert fairpca.estimator_capabilities(fairpca.LinearErasure) is table["LinearErasure"]
+    assert fairpca.estimator_capabilities(fairpca.LinearErasure()) is table["LinearErasure"]
+    with pytest.raises(ValueError, match="unknown estimator 'PCA'"):
+        fairpca.estimator_capabilities("PCA")
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")  # small groups: not the point here
+@pytest.mark.parametrize("cls", fairpca.all_estimators(), ids=lambda c: c.__name__)
+def test_capabilities_agree_with_the_classes(cls):
+    """Each row of the table, checked by doing what it promises (or failing to)."""
+    import scipy.sparse
+
+    caps = fairpca.estimator_capabilities(cls)
+    X, s = _shifted_groups()
+    assert caps.fair and caps.name == cls.__name__
+    est = _small(cls).fit(X, sensitive_features=s)
+    assert list(est.groups_) == [0, 1]
+    assert hasattr(est, "partial_fit") == caps.partial_fit
+    if caps.linear_projection:
+        # components_ and a rank-d reconstruction (X - mean_) V^T V + mean_.
+        V = est.components_
+        np.testing.assert_allclose(V @ V.T, np.eye(V.shape[0]), atol=1e-10)
+        back = est.inverse_transform(est.transform(X))
+        assert np.linalg.matrix_rank(back - est.mean_, tol=1e-8) == V.shape[0]
+    else:
+        assert not (hasattr(est, "components_") and hasattr(est, "inverse_transform"))
+    try:
+        _small(cls).fit(scipy.sparse.csr_matrix(X), sensitive_features=s)
+        took_sparse = True
+    except TypeError:
+        took_sparse = False
+    assert took_sparse == caps.sparse
+    try:
+        _small(cls).fit(X, sensitive_features=s, sample_weight=np.ones(len(X)))
+        took_weights = True
+    except TypeError:
+        took_weights = False
+    assert took_weights == caps.sample_weight
+    da = pytest.importorskip("dask.array")
+    try:
+        _small(cls).fit(da.from_array(X, chunks=(40, -1)), sensitive_features=s)
+        took_dask = True
+    except TypeError:
+        took_dask = False
+    assert took_dask == caps.dask
+
+
+# --------------------------------------------------------- fitting without groups
+def _state(est):
+    """What an estimator holds, comparable before and after a failed call."""
+    return {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in vars(est).items()}
+
+
+def _assert_same_state(est, state):
+    assert set(vars(est)) == set(state)
+    for k, v in state.items():
+        if isinstance(v, np.ndarray):
+            np.testing.assert_array_equal(getattr(est, k), v)
+        else:
+            assert getattr(est, k) is v
+
+
+@pytest.mark.parametrize("cls", fairpca.all_estimators(), ids=lambda c: c.__name__)
+def test_without_groups_one_policy_for_all_nine(cls):
+    """fit(X) fits the group-blind answer with a GroupBlindFitWarning, the same for all."""
+    X, s = _shifted_groups()
+    est = _small(cls)
+    with pytest.warns(fairpca.GroupBlindFitWarning, match=rf"{cls.__name__}\.fit was called"):
+        est.fit(X)
+    assert est.groups_ is None
+    if cls is fairpca.LinearErasure:
+        # Nothing to erase: the identity edit.
+        assert est.rank_ == 0
+        np.testing.assert_array_equal(est.transform(X), X)
+    elif cls is fairpca.FairKernelPCA:
+        assert est.n_constraints_ == 0
+    else:
+        # Group-blind PCA (StreamingFairPCA: its power method, to its tolerance).
+        pca = PCA(n_components=1).fit(X)
+        assert abs(est.components_[0] @ pca.components_[0]) == pytest.approx(1.0, abs=1e-8)
+    if fairpca.estimator_capabilities(cls).partial_fit:
+        stream = _small(cls, **({"block_size": 60} if cls is fairpca.StreamingFairPCA else {}))
+        with pytest.warns(fairpca.GroupBlindFitWarning, match=r"\.partial_fit was called"):
+            stream.partial_fit(X[:60])
+        with pytest.warns(fairpca.GroupBlindFitWarning):
+            stream.partial_fit(X[60:])
+        assert stream.groups_ is None
+        with pytest.raises(ValueError, match="in every partial_fit call or in none"):
+            stream.partial_fit(X[:40], sensitive_features=s[:40])
+
+
+@pytest.mark.parametrize("cls", fairpca.all_estimators(), ids=lambda c: c.__name__)
+def test_without_groups_refused_when_required(cls):
+    """require_groups (parameter, package setting, routed request): a ValueError, no change."""
+    X, s = _shifted_groups()
+    est = _small(cls, require_groups=True)
+    fresh = _state(est)
+    with pytest.raises(ValueError, match=rf"{cls.__name__}\(require_groups=True\)"):
+        est.fit(X)
+    _assert_same_state(est, fresh)
+    # A fitted estimator keeps its fair fit.
+    est.fit(X, sensitive_features=s)
+    fitted = _state(est)
+    with pytest.raises(ValueError, match="groups are required"):
+        est.fit(X)
+    _assert_same_state(est, fitted)
+    assert sklearn.base.clone(est).require_groups is True
+    if hasattr(est, "partial_fit"):
+        with pytest.raises(ValueError, match=r"\.partial_fit was called without"):
+            est.partial_fit(X)
+        _assert_same_state(est, fitted)
+    # The package setting, for the default parameter.
+    est = _small(cls)
+    with fairpca.config_context(require_groups=True), pytest.raises(ValueError, match="set_config"):
+        est.fit(X)
+    _assert_same_state(est, _state(_small(cls)))
+    # A routed request that the router could not satisfy.
+    with sklearn.config_context(enable_metadata_routing=True):
+        routed = _small(cls).set_fit_request(sensitive_features=True)
+        with pytest.raises(ValueError, match="metadata routing is enabled"):
+            routed.fit(X)
+        with pytest.raises(ValueError, match="metadata routing is enabled"):
+            make_pipeline(routed).fit(X)
+        make_pipeline(routed).fit(X, sensitive_features=s)
+        # Not requested: the default policy.
+        with pytest.warns(fairpca.GroupBlindFitWarning):
+            make_pipeline(_small(cls).set_fit_request(sensitive_features=False)).fit(X)
+
+
+@pytest.mark.parametrize("cls", fairpca.all_estimators(), ids=lambda c: c.__name__)
+def test_require_groups_must_be_a_bool(cls):
+    X, s = _shifted_groups()
+    est = _small(cls, require_groups="yes")
+    with pytest.raises(TypeError, match="require_groups must be True or False"):
+        est.fit(X, sensitive_features=s)
+    assert not hasattr(est, "n_features_in_")
+    assert "require_groups : bool, default=False" in cls.__doc__

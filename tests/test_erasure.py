@@ -6,6 +6,7 @@ import sklearn
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 
+import fairpca
 from fairpca import LinearErasure
 from fairpca.datasets import make_gaussian_groups
 
@@ -99,8 +100,12 @@ def test_pipeline_with_metadata_routing():
 
 def test_bad_input():
     X, s = make_gaussian_groups(n_samples=200, n_features=4, random_state=0)
-    with pytest.raises(TypeError, match="needs sensitive_features"):
-        LinearErasure().fit(X)
+    # Without groups (the package's one rule): the identity edit, with the warning,
+    # or a ValueError when groups are required.
+    with pytest.warns(fairpca.GroupBlindFitWarning, match="identity edit"):
+        assert LinearErasure().fit(X).rank_ == 0
+    with pytest.raises(ValueError, match="groups are required"):
+        LinearErasure(require_groups=True).fit(X)
     with pytest.raises(ValueError, match="at least 2 distinct groups"):
         LinearErasure().fit(X, sensitive_features=np.zeros(200))
     bad = X.copy()

@@ -31,15 +31,7 @@ def _small(cls):
     return cls(**params)
 
 
-ESTIMATORS = [
-    pytest.param(cls, id=cls.__name__)
-    for cls in [
-        *fairpca.all_estimators(),
-        fairpca.FairKernelPCA,
-        fairpca.LinearErasure,
-        fairpca.StreamingFairPCA,
-    ]
-]
+ESTIMATORS = [pytest.param(cls, id=cls.__name__) for cls in fairpca.all_estimators()]
 
 
 def _fit(est, data=X, groups=S):

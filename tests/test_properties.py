@@ -24,7 +24,8 @@ SCALE_FREE = (
     fairpca.MinMaxLossFairPCA,
     fairpca.ParetoFairPCA,
 )
-ESTIMATORS = fairpca.all_estimators()
+#: The FairPCABase projections (solved from the group moments, to the level checked here).
+ESTIMATORS = [cls for cls in fairpca.all_estimators() if issubclass(cls, fairpca.FairPCABase)]
 #: Iterative solvers stopped at a tolerance (MinMaxLossFairPCA's and ConvexFairPCA's
 #: duality gaps) or a step budget (RobustFairPCA's subgradient steps): their optimal
 #: value is determined to that tolerance; their components, where the optimum is

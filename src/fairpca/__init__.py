@@ -8,7 +8,8 @@ by the functions that need them.
 from __future__ import annotations
 
 from fairpca._base import FairPCABase
-from fairpca._registry import all_estimators
+from fairpca._config import GroupBlindFitWarning, config_context, get_config, set_config
+from fairpca._registry import all_estimators, estimator_capabilities
 from fairpca.convex import ConvexFairPCA
 from fairpca.erasure import LinearErasure
 from fairpca.kernel_pca import FairKernelPCA
@@ -28,6 +29,7 @@ __all__ = [
     "ConvexFairPCA",
     "FairKernelPCA",
     "FairPCABase",
+    "GroupBlindFitWarning",
     "GroupMoments",
     "LinearErasure",
     "MMDFairPCA",
@@ -38,6 +40,10 @@ __all__ = [
     "StreamingFairPCA",
     "__version__",
     "all_estimators",
+    "config_context",
+    "estimator_capabilities",
+    "get_config",
     "select",
+    "set_config",
     "tradeoff_curve",
 ]

@@ -35,6 +35,7 @@ from sklearn.utils import check_array
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
+from fairpca._config import check_require_groups, missing_groups
 from fairpca._dask import _dask_labels, _dask_rows, _import_dask, _is_dask_collection
 from fairpca._linalg import flip_signs, top_eigh
 from fairpca._sparse import SPARSE_FORMATS, centred_product, issparse
@@ -294,10 +295,14 @@ class FairPCABase(
     has all scales equal to 1 except MinMaxLossFairPCA's rounding with more than
     two groups (or ``rounding="lp"``).
 
-    Fitting without ``sensitive_features`` issues a ``UserWarning`` and fits
-    group-blind PCA (the top eigenvectors of the training covariance): there is
-    nothing to be fair about without groups, and this keeps the estimator
-    usable by generic scikit-learn tooling.
+    Fitting without ``sensitive_features`` follows the package's one rule
+    (:func:`fairpca._config.missing_groups`): by default it issues a
+    :class:`~fairpca.GroupBlindFitWarning` and fits group-blind PCA (the top
+    eigenvectors of the training covariance), which keeps the estimator usable
+    by generic scikit-learn tooling; with ``require_groups=True`` (the
+    estimator's parameter or :func:`fairpca.set_config`), or when metadata
+    routing is enabled and ``fit`` requested ``sensitive_features``, it raises
+    ``ValueError`` instead and leaves the estimator unchanged.
 
     Attributes
     ----------
@@ -343,6 +348,11 @@ class FairPCABase(
 
     def _check_params(self):
         """Validate the hyper-parameters; called before any data is read."""
+
+    def _check_all_params(self):
+        """The parameters common to every method (``require_groups``), then the method's."""
+        check_require_groups(self)
+        self._check_params()
 
     def _continuous_columns(self):
         """The continuous columns of ``sensitive_features`` (None: all categorical).
@@ -472,8 +482,10 @@ class FairPCABase(
             Protected group of each row: numbers, strings or booleans, at least
             two distinct values; or one column per attribute, the groups being
             their intersections (methods with ``continuous_attributes`` may
-            declare some columns continuous). If omitted, a ``UserWarning`` is
-            issued and group-blind PCA is fitted. With a Dask DataFrame ``X``,
+            declare some columns continuous). If omitted, group-blind PCA is
+            fitted with a :class:`~fairpca.GroupBlindFitWarning`, or a
+            ``ValueError`` is raised when groups are required (see
+            ``require_groups``). With a Dask DataFrame ``X``,
             pass Dask columns partitioned like ``X`` (e.g. of the same DataFrame).
         sample_weight : array-like of shape (n_samples,), default=None
             Non-negative frequency weights: every moment is weighted, so integer
@@ -486,7 +498,10 @@ class FairPCABase(
         self : object
             The fitted estimator.
         """
-        self._check_params()
+        self._check_all_params()
+        if sensitive_features is None:
+            # Before any data is read: refused here, or a group-blind fit with the warning.
+            missing_groups(self, "group-blind PCA")
         forget_fit(self)
         if _is_dask_collection(X) or _is_dask_collection(sensitive_features):
             if sample_weight is not None:
@@ -503,11 +518,6 @@ class FairPCABase(
         weights = self._check_weights(sample_weight, n_samples, sensitive_features is not None)
         self._grouped_moments = sensitive_features is not None
         if sensitive_features is None:
-            warn(
-                f"{type(self).__name__}.fit was called without sensitive_features; "
-                "fitting group-blind PCA. Pass sensitive_features=... to fit a fair projection.",
-                UserWarning,
-            )
             self._fit_moments(_single_group_moments(X, weights), d, grouped=False)
             return self
         if y is not None:
@@ -566,11 +576,7 @@ class FairPCABase(
                 X, sensitive_features, self._continuous_columns(), da
             )
         else:
-            warn(
-                f"{name}.fit was called without sensitive_features; fitting group-blind PCA. "
-                "Pass sensitive_features=... to fit a fair projection.",
-                UserWarning,
-            )
+            # fit applied the rule (missing_groups) before reading any data.
             moments, labels = GroupMoments.from_dask(X, None), None
         if moments.n_samples < 2:
             raise ValueError(f"X has {moments.n_samples} row(s); {name} needs at least 2.")
@@ -625,7 +631,10 @@ class FairPCABase(
 
         A group may first appear in any chunk. While fewer than two groups (or
         a group with too few rows) have been seen, a ``UserWarning`` is issued
-        and group-blind PCA of the rows so far is fitted.
+        and group-blind PCA of the rows so far is fitted. Calls without
+        ``sensitive_features`` follow the rule of :meth:`fit` (a
+        :class:`~fairpca.GroupBlindFitWarning`, or ``ValueError`` when groups
+        are required).
 
         Parameters
         ----------
@@ -634,7 +643,8 @@ class FairPCABase(
         y : None
             Ignored.
         sensitive_features : array-like of shape (n_chunk,)
-            Group of each row; give it in every call or in none (group-blind PCA).
+            Group of each row; give it in every call or in none (group-blind PCA,
+            as in :meth:`fit`).
         sample_weight : array-like of shape (n_chunk,), default=None
             Frequency weights of this chunk's rows (as in :meth:`fit`).
 
@@ -643,7 +653,9 @@ class FairPCABase(
         self : object
             The updated estimator.
         """
-        self._check_params()
+        self._check_all_params()
+        if sensitive_features is None:
+            missing_groups(self, "group-blind PCA", method="partial_fit")
         first = not hasattr(self, "moments_")
         # The moment pass below rejects NaN and infinities.
         X = check_estimator_data(
@@ -669,11 +681,6 @@ class FairPCABase(
                 groups_held=0 if first else self.moments_.n_groups,
             )
         else:
-            warn(
-                f"{type(self).__name__}.partial_fit was called without sensitive_features; "
-                "fitting group-blind PCA.",
-                UserWarning,
-            )
             part = _single_group_moments(X, weights)
         if not first:
             try:

@@ -1,16 +1,18 @@
-"""The estimator classes of the package, importable below its face.
+"""The estimator classes of the package and what each can do, importable below its face.
 
-:func:`all_estimators` is re-exported as ``fairpca.all_estimators``; the
-workflow modules (``compare``, ``experiments``) import it and the classes from
-here, so that none of them imports the package ``fairpca`` itself (which
-imports ``tradeoff``, which imports ``compare``).
+:func:`all_estimators` and :func:`estimator_capabilities` are re-exported by
+``fairpca``; the workflow modules (``compare``, ``experiments``) import them and
+the classes from here, so that none of them imports the package ``fairpca``
+itself (which imports ``tradeoff``, which imports ``compare``).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import inspect
 
-from fairpca._base import FairPCABase
+from fairpca._base import FairPCABase, _supports_dask
 from fairpca.convex import ConvexFairPCA
 from fairpca.erasure import LinearErasure
 from fairpca.kernel_pca import FairKernelPCA
@@ -21,7 +23,7 @@ from fairpca.pareto import ParetoFairPCA
 from fairpca.robust import RobustFairPCA
 from fairpca.streaming import StreamingFairPCA
 
-__all__ = ["ESTIMATORS", "all_estimators"]
+__all__ = ["ESTIMATORS", "Capabilities", "all_estimators", "estimator_capabilities"]
 
 #: Every estimator class of the package by name, in the order of ``fairpca.__all__``.
 ESTIMATORS = {
@@ -40,17 +42,144 @@ ESTIMATORS = {
 }
 
 
-def all_estimators() -> list[type[FairPCABase]]:
-    """The concrete fair-PCA estimator classes of the package.
+@dataclasses.dataclass(frozen=True)
+class Capabilities:
+    """What one estimator class can do (a row of :func:`estimator_capabilities`).
+
+    Attributes
+    ----------
+    name : str
+        The class name.
+    fair : bool
+        Fits a fair method when given ``sensitive_features`` (every estimator
+        of the package; without them each fits its group-blind answer or
+        refuses, see ``require_groups``).
+    linear_projection : bool
+        A linear projection onto ``n_components_`` directions: ``components_``,
+        ``transform`` ``(X - mean_) V^T`` and a rank-``d`` ``inverse_transform``.
+        Not :class:`~fairpca.LinearErasure` (keeps every feature) nor
+        :class:`~fairpca.FairKernelPCA` (not linear in ``X``).
+    partial_fit : bool
+        Has ``partial_fit`` (chunks streamed through the group moments, or the
+        noisy power method).
+    dask : bool
+        ``fit`` accepts Dask arrays and DataFrames.
+    sparse : bool
+        ``fit`` and ``transform`` accept scipy.sparse ``X`` (its scikit-learn
+        tag ``input_tags.sparse``).
+    sample_weight : bool
+        ``fit`` with ``sensitive_features`` takes ``sample_weight`` (frequency
+        weights of the rows' moments; not MMDFairPCA, whose fair fit reads
+        the rows themselves).
+    """
+
+    name: str
+    fair: bool
+    linear_projection: bool
+    partial_fit: bool
+    dask: bool
+    sparse: bool
+    sample_weight: bool
+
+
+#: What cannot be read off a class without fitting it: declared here, checked
+#: against the classes by the tests (``tests/test_base.py``).
+_DECLARED = {
+    "FairKernelPCA": {"linear_projection": False, "dask": True},
+    "LinearErasure": {"linear_projection": False, "dask": True},
+    "StreamingFairPCA": {"linear_projection": True, "dask": True},
+}
+
+
+@functools.cache
+def _capabilities(cls):
+    est = cls()
+    declared = _DECLARED.get(cls.__name__, {})
+    sparse = bool(est.__sklearn_tags__().input_tags.sparse)
+    weights = "sample_weight" in inspect.signature(cls.fit).parameters
+    if issubclass(cls, FairPCABase):
+        # The base class's own rules, read from the class.
+        declared = {"linear_projection": True, "dask": _supports_dask(est)}
+        weights = weights and cls._moments_only
+    return Capabilities(
+        name=cls.__name__,
+        fair=True,
+        linear_projection=declared["linear_projection"],
+        partial_fit=hasattr(est, "partial_fit"),
+        dask=declared["dask"],
+        sparse=sparse,
+        sample_weight=weights,
+    )
+
+
+def estimator_capabilities(
+    estimator: str | type | object | None = None,
+) -> Capabilities | dict[str, Capabilities]:
+    """What each estimator of the package can do.
+
+    Parameters
+    ----------
+    estimator : str, class or estimator, default=None
+        One estimator (its name, class or an instance); ``None`` for all.
+
+    Returns
+    -------
+    capabilities : Capabilities or dict of str to Capabilities
+        A frozen record (fields ``name``, ``fair``, ``linear_projection``,
+        ``partial_fit``, ``dask``, ``sparse``, ``sample_weight``) for one
+        estimator; for all, a dict from class name to record in the order of
+        :func:`all_estimators`.
+
+    Examples
+    --------
+    >>> import fairpca
+    >>> fairpca.estimator_capabilities("LinearErasure").linear_projection
+    False
+    >>> [name for name, c in fairpca.estimator_capabilities().items() if not c.partial_fit]
+    ['FairKernelPCA', 'MMDFairPCA']
+    """
+    if estimator is None:
+        return {name: _capabilities(cls) for name, cls in ESTIMATORS.items()}
+    name = estimator if isinstance(estimator, str) else getattr(estimator, "__name__", None)
+    if name is None:
+        name = type(estimator).__name__
+    if name not in ESTIMATORS:
+        raise ValueError(f"unknown estimator {name!r}; choose from {', '.join(ESTIMATORS)}.")
+    return _capabilities(ESTIMATORS[name])
+
+
+def all_estimators(**capabilities: bool) -> list[type]:
+    """The public estimator classes of the package, optionally those with given capabilities.
+
+    Parameters
+    ----------
+    **capabilities : bool
+        Fields of :class:`Capabilities` (``linear_projection``, ``partial_fit``,
+        ``dask``, ``sparse``, ``sample_weight``, ``fair``) and the value each
+        listed class must have, e.g. ``all_estimators(linear_projection=True)``
+        for the fair projections with ``components_``.
 
     Returns
     -------
     classes : list of type
-        Every exported subclass of :class:`FairPCABase` that can be
-        instantiated, in the order of ``fairpca.__all__``.
+        The nine estimator classes (those with the capabilities asked for), in
+        the order of ``fairpca.__all__``.
+
+    Examples
+    --------
+    >>> import fairpca
+    >>> len(fairpca.all_estimators())
+    9
+    >>> [cls.__name__ for cls in fairpca.all_estimators(linear_projection=False)]
+    ['FairKernelPCA', 'LinearErasure']
     """
+    fields = {f.name for f in dataclasses.fields(Capabilities)} - {"name"}
+    unknown = sorted(set(capabilities) - fields)
+    if unknown:
+        raise TypeError(f"unknown capabilities {unknown}; choose from {sorted(fields)}.")
     return [
         cls
         for cls in ESTIMATORS.values()
-        if issubclass(cls, FairPCABase) and not inspect.isabstract(cls)
+        if not inspect.isabstract(cls)
+        and all(getattr(_capabilities(cls), k) == v for k, v in capabilities.items())
     ]

@@ -35,6 +35,7 @@ from scipy import sparse
 from sklearn.exceptions import ConvergenceWarning
 
 from fairpca._base import FairPCABase
+from fairpca._config import document_require_groups
 from fairpca._fantope_admm import NoFeasiblePointError
 from fairpca._fantope_subspaces import solve_fpca_sdp
 from fairpca._linalg import row_space
@@ -445,6 +446,7 @@ def _residual_summary(problem):
 # ---------------------------------------------------------------------------
 
 
+@document_require_groups
 class ConvexFairPCA(FairPCABase):
     r"""Fair PCA by semidefinite programming (FPCA of Olfat & Aswani, 2019).
 
@@ -605,6 +607,7 @@ class ConvexFairPCA(FairPCABase):
         ``>= 1`` (or True): log problem size, solver status, iterations, time and
         objective at INFO level on the ``fairpca.convex`` logger; ``>= 2``:
         also let cvxpy and the solver print their own logs.
+    %(require_groups)s
 
     Attributes
     ----------
@@ -695,6 +698,7 @@ class ConvexFairPCA(FairPCABase):
         objective_scale: Literal["paper", "size_free"] = "paper",
         max_features: int | None = 500,
         verbose: int | bool = 0,
+        require_groups: bool = False,
     ) -> None:
         self.n_components = n_components
         self.mu = mu
@@ -706,6 +710,7 @@ class ConvexFairPCA(FairPCABase):
         self.objective_scale = objective_scale
         self.max_features = max_features
         self.verbose = verbose
+        self.require_groups = require_groups
 
     def _check_params(self):
         check_number(self.mu, "mu", numbers.Real, minimum=0)

@@ -46,12 +46,14 @@ from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
 from fairpca._base import (
+    _single_group_moments,
     attribute_moments,
     attribute_moments_dask,
     moments_problem,
     record_dask_features,
     transactional,
 )
+from fairpca._config import check_require_groups, document_require_groups, missing_groups
 from fairpca._dask import _dask_rows, _import_dask, _is_dask_collection
 from fairpca._sparse import SPARSE_FORMATS, add_sparse, centred_product, issparse
 from fairpca._validation import check_estimator_data, check_sample_weight, check_width
@@ -63,7 +65,7 @@ from fairpca.mean_matching import (
     constraint_columns,
     moments_constraint_bases,
 )
-from fairpca.moments import _MAX_CANCELLATION
+from fairpca.moments import _MAX_CANCELLATION, GroupMoments
 
 __all__ = ["LinearErasure", "leace_map"]
 
@@ -115,6 +117,7 @@ def leace_map(moments, attributes="intersectional"):
     return unwhiten @ Q @ (Q.T @ whiten), Q.shape[1]
 
 
+@document_require_groups
 class LinearErasure(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     """Remove every linear trace of a group attribute with the smallest edit (LEACE).
 
@@ -124,6 +127,12 @@ class LinearErasure(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     covariance with the one-hot groups is zero and no linear classifier can
     predict the group better than a constant; the output keeps the input's
     shape.
+
+    Without ``sensitive_features`` there is nothing to erase: by default
+    ``fit`` then fits the identity edit (``erasure_`` zero, ``rank_ == 0``,
+    ``groups_ is None``) with a :class:`~fairpca.GroupBlindFitWarning`, as
+    every estimator of the package falls back to its group-blind answer; with
+    ``require_groups=True`` it raises ``ValueError`` instead.
 
     Parameters
     ----------
@@ -138,6 +147,7 @@ class LinearErasure(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         values enter ``Z`` as they are (instead of one-hot), so the output has
         zero covariance with them; the other columns give the groups, or all
         rows form one group (``groups_ == [0]``) when there are none.
+    %(require_groups)s
 
     Attributes
     ----------
@@ -148,8 +158,8 @@ class LinearErasure(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         (group-mean differences and continuous attributes).
     mean_ : ndarray of shape (n_features,)
         Pooled training mean.
-    groups_ : ndarray of shape (n_groups,)
-        Sorted group labels.
+    groups_ : ndarray of shape (n_groups,) or None
+        Sorted group labels (None when fitted without groups).
     moments_ : GroupMoments
         Training moments; ``partial_fit`` merges into them.
     n_features_in_ : int
@@ -180,9 +190,11 @@ class LinearErasure(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         *,
         attributes: Literal["intersectional", "separate"] = "intersectional",
         continuous_attributes: bool | Sequence[str | int] | None = None,
+        require_groups: bool = False,
     ) -> None:
         self.attributes = attributes
         self.continuous_attributes = continuous_attributes
+        self.require_groups = require_groups
 
     @transactional
     def fit(
@@ -204,7 +216,10 @@ class LinearErasure(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         sensitive_features : array-like or Dask collection, (n_samples,) or (n_samples, n_attr)
             Group label of each row (at least two groups), or one column per
             attribute (categorical ones give intersectional groups; see
-            ``continuous_attributes``).
+            ``continuous_attributes``). If omitted, the identity edit is
+            fitted with a :class:`~fairpca.GroupBlindFitWarning`, or a
+            ``ValueError`` is raised when groups are required (see
+            ``require_groups``).
         sample_weight : array-like of shape (n_samples,), default=None
             Non-negative frequency weights of the rows (weighted moments; not on
             Dask input).
@@ -213,11 +228,17 @@ class LinearErasure(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         -------
         self : LinearErasure
         """
-        moments, names = self._moments(X, sensitive_features, sample_weight, reset=True)
-        problem = moments_problem(moments, names)
+        continuous = self._check_params()
+        grouped = sensitive_features is not None
+        if not grouped:
+            # Before any data is read: refused here, or the identity with the warning.
+            missing_groups(self, "the identity edit (nothing to erase)")
+        moments, names = self._moments(X, sensitive_features, sample_weight, continuous, reset=True)
+        problem = moments_problem(moments, names) if grouped else None
         if problem:
             raise ValueError(problem)
-        self._fit_moments(moments)
+        self._fit_moments(moments, identity=not grouped, grouped=grouped)
+        self._grouped_moments = grouped
         return self
 
     @transactional
@@ -232,14 +253,28 @@ class LinearErasure(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         """Merge one more chunk of rows into the moments and refit the eraser.
 
         After the last chunk the eraser equals :meth:`fit` on all rows up to
-        rounding.
+        rounding. ``sensitive_features`` is given in every call or in none
+        (the identity edit, with the rule of :meth:`fit`).
         """
+        continuous = self._check_params()
+        grouped = sensitive_features is not None
+        if not grouped:
+            missing_groups(self, "the identity edit (nothing to erase)", method="partial_fit")
         first = not hasattr(self, "moments_")
+        if not first and grouped != getattr(self, "_grouped_moments", True):
+            raise ValueError(
+                "sensitive_features must be given in every partial_fit call or in none; "
+                f"earlier calls were {'with' if self._grouped_moments else 'without'} it."
+            )
         moments, names = self._moments(
-            X, sensitive_features, sample_weight, reset=first, partial=True
+            X, sensitive_features, sample_weight, continuous, reset=first, partial=True
         )
         if not first:
             moments = self.moments_.merge(moments)
+        self._grouped_moments = grouped
+        if not grouped:
+            self._fit_moments(moments, identity=True, grouped=False)
+            return self
         problem = moments_problem(moments, names)
         if problem:
             # Nothing to erase yet: the identity until the chunks define the attribute.
@@ -251,17 +286,17 @@ class LinearErasure(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         self._fit_moments(moments, identity=problem is not None)
         return self
 
-    def _moments(self, X, sensitive_features, sample_weight, *, reset, partial=False):
+    def _check_params(self):
+        """Validate the parameters before any data is read; return the continuous columns."""
         if self.attributes not in _ATTRIBUTE_MODES:
             raise ValueError(
                 f"attributes must be one of {_ATTRIBUTE_MODES}, got {self.attributes!r}."
             )
-        if sensitive_features is None:
-            raise TypeError(
-                "LinearErasure.fit needs sensitive_features: the group of each row "
-                "(there is nothing to erase without it)."
-            )
-        continuous = check_continuous_attributes(self.continuous_attributes)
+        check_require_groups(self)
+        return check_continuous_attributes(self.continuous_attributes)
+
+    def _moments(self, X, sensitive_features, sample_weight, continuous, *, reset, partial=False):
+        """Group moments of ``X`` (one group, labelled 0, without ``sensitive_features``)."""
         if _is_dask_collection(X) or _is_dask_collection(sensitive_features):
             if sample_weight is not None:
                 raise TypeError("sample_weight is not supported on Dask input.")
@@ -274,6 +309,8 @@ class LinearErasure(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                     f"X has {X.shape[1]} features, but LinearErasure was fitted with "
                     f"{self.n_features_in_}."
                 )
+            if sensitive_features is None:
+                return GroupMoments.from_dask(X, None), None
             moments, _, names = attribute_moments_dask(X, sensitive_features, continuous, da)
         else:
             if reset and len(getattr(X, "shape", ())) == 2:
@@ -284,19 +321,21 @@ class LinearErasure(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             weights = None
             if sample_weight is not None:
                 weights = check_sample_weight(sample_weight, X.shape[0])
+            if sensitive_features is None:
+                return _single_group_moments(X, weights), None
             moments, _, names = attribute_moments(
                 X, sensitive_features, continuous, min_groups=1 if partial else 2, weights=weights
             )
         return moments, names
 
-    def _fit_moments(self, moments, identity=False):
+    def _fit_moments(self, moments, identity=False, grouped=True):
         if identity:
             erasure, rank = np.zeros((moments.n_features,) * 2), 0
         else:
             erasure, rank = leace_map(moments, self.attributes)
         self.erasure_, self.rank_ = erasure, rank
         self.mean_ = moments.pooled_mean
-        self.groups_ = moments.groups
+        self.groups_ = moments.groups if grouped else None
         self.moments_ = moments
 
     def transform(self, X: ArrayLike) -> np.ndarray:

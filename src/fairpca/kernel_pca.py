@@ -76,6 +76,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from fairpca._base import forget_fit, record_dask_features, transactional
+from fairpca._config import check_require_groups, document_require_groups, missing_groups
 from fairpca._dask import (
     _dask_labels,
     _dask_rows,
@@ -93,7 +94,6 @@ from fairpca._validation import (
     check_number,
     check_sensitive_features,
 )
-from fairpca._warnings import warn
 from fairpca.mean_matching import mean_matching_components
 from fairpca.moments import GroupMoments
 
@@ -260,6 +260,7 @@ def _largest_mean_gap(Z, codes, counts):
     return float(np.max(np.linalg.norm(means - Z.mean(axis=0), axis=1)))
 
 
+@document_require_groups
 class FairKernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     r"""Fair kernel PCA with equal projected group means (Kleindessner et al., 2023, Sec. 4).
 
@@ -328,6 +329,7 @@ class FairKernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
         keeps a reference to the caller's array when no conversion was
         needed: cheaper, but changing that array afterwards changes
         :meth:`transform`.
+    %(require_groups)s
 
     Attributes
     ----------
@@ -409,6 +411,7 @@ class FairKernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
         n_random_features: int = 512,
         random_state: int | np.random.RandomState | None = None,
         copy_X: bool = True,
+        require_groups: bool = False,
     ) -> None:
         self.n_components = n_components
         self.kernel = kernel
@@ -420,6 +423,7 @@ class FairKernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
         self.n_random_features = n_random_features
         self.random_state = random_state
         self.copy_X = copy_X
+        self.require_groups = require_groups
 
     # ------------------------------------------------------------ validation
     def _check_params(self):
@@ -440,6 +444,7 @@ class FairKernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
         check_number(self.n_random_features, "n_random_features", minimum=1)
         if not isinstance(self.copy_X, bool | np.bool_):
             raise TypeError(f"copy_X must be a bool, got {self.copy_X!r}.")
+        check_require_groups(self)
         return check_number(self.n_components, "n_components", minimum=1)
 
     def _resolve_method(self, n):
@@ -528,8 +533,10 @@ class FairKernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
             Ignored.
         sensitive_features : array-like of shape (n_samples,)
             Protected group of each row (numbers, strings or booleans; at least
-            two groups of two rows). If omitted, a ``UserWarning`` is issued
-            and group-blind kernel PCA is fitted.
+            two groups of two rows). If omitted, group-blind kernel PCA is
+            fitted with a :class:`~fairpca.GroupBlindFitWarning`, or a
+            ``ValueError`` is raised when groups are required (see
+            ``require_groups``).
 
         Returns
         -------
@@ -558,6 +565,9 @@ class FairKernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
     def _fit(self, X, sensitive_features):
         """Fit; return the training representation (exact) or None (approximate)."""
         d = self._check_params()
+        if sensitive_features is None:
+            # Before any data is read: refused here, or a group-blind fit with the warning.
+            missing_groups(self, "group-blind kernel PCA")
         forget_fit(self)
         if _is_dask_collection(X) or _is_dask_collection(sensitive_features):
             self._fit_dask(X, sensitive_features, d)
@@ -566,11 +576,6 @@ class FairKernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
         check_magnitude(X)
         n = X.shape[0]
         if sensitive_features is None:
-            warn(
-                f"{type(self).__name__}.fit was called without sensitive_features; fitting "
-                "group-blind kernel PCA. Pass sensitive_features=... to fit a fair projection.",
-                UserWarning,
-            )
             groups, codes = None, np.zeros(n, dtype=np.intp)
         else:
             groups, codes = check_sensitive_features(
@@ -616,13 +621,7 @@ class FairKernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
         X, columns = _dask_rows(X, da)
         record_dask_features(self, X.shape[1], columns)
         labels = None
-        if sensitive_features is None:
-            warn(
-                f"{type(self).__name__}.fit was called without sensitive_features; fitting "
-                "group-blind kernel PCA. Pass sensitive_features=... to fit a fair projection.",
-                UserWarning,
-            )
-        else:
+        if sensitive_features is not None:
             labels = _dask_labels(sensitive_features, X, da)
         moments = GroupMoments.from_dask(X, labels)
         n = moments.n_samples

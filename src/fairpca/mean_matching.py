@@ -63,6 +63,7 @@ from typing import Literal
 import numpy as np
 
 from fairpca._base import FairPCABase
+from fairpca._config import document_require_groups
 from fairpca._linalg import top_eigh
 from fairpca._validation import check_number
 
@@ -425,6 +426,7 @@ def constraint_gaps(moments, shifts, components):
     return {"mean_gap": mean_gap, "covariance_gap": covariance_gap}
 
 
+@document_require_groups
 class MeanMatchingFairPCA(FairPCABase):
     r"""Fair PCA whose projected group means are all equal (Kleindessner et al., 2023).
 
@@ -488,6 +490,7 @@ class MeanMatchingFairPCA(FairPCABase):
         groups as usual; with only continuous attributes all rows form one
         group (``groups_ == [0]``). The cross-moments are accumulated with the
         group moments, so Dask input and ``partial_fit`` work as with groups.
+    %(require_groups)s
 
     Attributes
     ----------
@@ -542,6 +545,7 @@ class MeanMatchingFairPCA(FairPCABase):
         attributes: Literal["intersectional", "separate"] = "intersectional",
         continuous_attributes: bool | Sequence[str | int] | None = None,
         covariance_ddof: int = 0,
+        require_groups: bool = False,
     ) -> None:
         self.n_components = n_components
         self.mean_penalty = mean_penalty
@@ -549,6 +553,7 @@ class MeanMatchingFairPCA(FairPCABase):
         self.covariance_ddof = covariance_ddof
         self.attributes = attributes
         self.continuous_attributes = continuous_attributes
+        self.require_groups = require_groups
 
     def _continuous_columns(self):
         return check_continuous_attributes(self.continuous_attributes)

@@ -27,6 +27,7 @@ from scipy.optimize import linprog
 from sklearn.exceptions import ConvergenceWarning
 
 from fairpca._base import FairPCABase
+from fairpca._config import document_require_groups
 from fairpca._linalg import top_eigh, top_eigh_fast
 from fairpca._minmax_rounding import diagonal_captures, round_extreme_point, round_lp
 from fairpca._validation import check_allocation, check_number
@@ -531,6 +532,7 @@ def _fit_nested(B, targets, params, log_level):
 # ---------------------------------------------------------------------------
 
 
+@document_require_groups
 class MinMaxLossFairPCA(FairPCABase):
     r"""Fair PCA minimising the largest average marginal loss over groups [Samadi2018]_.
 
@@ -675,6 +677,7 @@ class MinMaxLossFairPCA(FairPCABase):
     verbose : int, default=0
         If positive, progress is logged at INFO level (logger
         ``fairpca.minmax_loss``), otherwise at DEBUG.
+    %(require_groups)s
 
     Attributes
     ----------
@@ -764,6 +767,7 @@ class MinMaxLossFairPCA(FairPCABase):
         eta: float = 1.0,
         sdp_solver: str = "SCS",
         verbose: int = 0,
+        require_groups: bool = False,
     ) -> None:
         self.n_components = n_components
         self.objective = objective
@@ -775,6 +779,7 @@ class MinMaxLossFairPCA(FairPCABase):
         self.eta = eta
         self.sdp_solver = sdp_solver
         self.verbose = verbose
+        self.require_groups = require_groups
 
     def _check_params(self):
         if self.objective not in ("loss", "variance"):

@@ -40,6 +40,7 @@ from sklearn.utils import check_random_state
 from threadpoolctl import threadpool_limits
 
 from fairpca._base import FairPCABase, _check_target
+from fairpca._config import document_require_groups
 from fairpca._dask import _gather_rows
 from fairpca._kernels import (
     _bandwidth_rows,
@@ -259,6 +260,7 @@ def _solve_subproblem(objective, V, eps, newton):
 # --------------------------------------------------------------------------
 
 
+@document_require_groups
 class MMDFairPCA(FairPCABase):
     r"""Fair PCA whose projected groups are close in maximum mean discrepancy (MbF-PCA).
 
@@ -453,6 +455,7 @@ class MMDFairPCA(FairPCABase):
         handler on the ``fairpca`` logger (as ``fairpca compare`` attaches)
         follows a long fit; ``verbose`` adds a handler printing them when
         logging is not configured.
+    %(require_groups)s
 
     Attributes
     ----------
@@ -549,6 +552,7 @@ class MMDFairPCA(FairPCABase):
         max_iter: int = 100,
         random_state: int | np.random.RandomState | None = None,
         verbose: bool = False,
+        require_groups: bool = False,
     ) -> None:
         self.n_components = n_components
         self.tau = tau
@@ -563,6 +567,7 @@ class MMDFairPCA(FairPCABase):
         self.max_iter = max_iter
         self.random_state = random_state
         self.verbose = verbose
+        self.require_groups = require_groups
 
     # ------------------------------------------------------------ validation
     def _check_params(self):

@@ -27,6 +27,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from fairpca._base import FairPCABase
+from fairpca._config import document_require_groups
 from fairpca._linalg import top_eigh
 from fairpca._pareto_descent import (
     _START_MAX_MOVE,
@@ -242,6 +243,7 @@ class _PenaltySum:
 # ---------------------------------------------------------------------------
 
 
+@document_require_groups
 class ParetoFairPCA(FairPCABase):
     r"""Fair PCA as a multi-objective problem solved by Pareto descent (Kamani et al.).
 
@@ -328,6 +330,7 @@ class ParetoFairPCA(FairPCABase):
     verbose : int, default=0
         Log a summary of each stage (1) or every step (2) at INFO level via
         ``logging.getLogger("fairpca.pareto")``; 0 logs at DEBUG level only.
+    %(require_groups)s
 
     Attributes
     ----------
@@ -668,6 +671,7 @@ class ParetoFairPCA(FairPCABase):
         tol: float = 1e-4,
         max_iter: int = 1000,
         verbose: int = 0,
+        require_groups: bool = False,
     ) -> None:
         self.n_components = n_components
         self.disparity = disparity
@@ -678,6 +682,7 @@ class ParetoFairPCA(FairPCABase):
         self.tol = tol
         self.max_iter = max_iter
         self.verbose = verbose
+        self.require_groups = require_groups
 
     def _check_params(self):
         """Validate the hyper-parameters (before any work on the data)."""

@@ -41,6 +41,7 @@ from sklearn.utils import check_random_state
 from threadpoolctl import threadpool_limits
 
 from fairpca._base import FairPCABase
+from fairpca._config import document_require_groups
 from fairpca._linalg import top_eigh
 from fairpca._validation import _plain, check_allocation, check_number
 from fairpca._warnings import warn
@@ -616,6 +617,7 @@ def robust_objective(components, second_moments, proportions, radii, lam):
 # --------------------------------------------------------------------------
 
 
+@document_require_groups
 class RobustFairPCA(FairPCABase):
     r"""Distributionally robust fair PCA (RFPCA) of Vu et al. (2022).
 
@@ -689,6 +691,7 @@ class RobustFairPCA(FairPCABase):
         Seed of the random starting points.
     verbose : bool, default=False
         Log progress (``logging.getLogger("fairpca.robust")``, level INFO).
+    %(require_groups)s
 
     Attributes
     ----------
@@ -805,6 +808,7 @@ class RobustFairPCA(FairPCABase):
         parametrization: Literal["direct", "complement"] = "direct",
         random_state: int | np.random.RandomState | None = None,
         verbose: bool = False,
+        require_groups: bool = False,
     ) -> None:
         self.n_components = n_components
         self.lam = lam
@@ -816,6 +820,7 @@ class RobustFairPCA(FairPCABase):
         self.parametrization = parametrization
         self.random_state = random_state
         self.verbose = verbose
+        self.require_groups = require_groups
 
     def _check_params(self):
         check_number(self.lam, "lam", numbers.Real, minimum=0)

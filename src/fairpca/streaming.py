@@ -30,6 +30,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from fairpca._base import forget_fit, transactional
+from fairpca._config import check_require_groups, document_require_groups, missing_groups
 from fairpca._dask import _import_dask, _is_dask_collection
 from fairpca._linalg import (
     block_power_iteration,
@@ -347,6 +348,7 @@ def _row_space_solution(X, codes, groups, d, m):
 # ---------------------------------------------------------------------------
 
 
+@document_require_groups
 class StreamingFairPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     r"""Fair PCA by the fair noisy power method, in ``O(p (d + m))`` memory [Lee2023]_.
 
@@ -419,6 +421,13 @@ class StreamingFairPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEs
     ``fit`` solution statistically, not exactly; ``fit`` is the method of
     choice whenever the data can be read more than once.
 
+    **Without groups.** ``fit`` and ``partial_fit`` without
+    ``sensitive_features`` follow the package's rule: by default they fit
+    streaming PCA with no unfair directions (the same power method with all
+    rows in one group and ``unfair_rank`` unused, so ``unfair_subspace_`` is
+    empty and ``groups_`` is None) with a :class:`~fairpca.GroupBlindFitWarning`;
+    with ``require_groups=True`` they raise ``ValueError`` instead.
+
     Parameters
     ----------
     n_components : int, default=2
@@ -442,6 +451,7 @@ class StreamingFairPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEs
     random_state : int, RandomState or None, default=None
         Seed of the Gaussian starts.
     verbose : int, default=0
+    %(require_groups)s
 
     Attributes
     ----------
@@ -452,8 +462,11 @@ class StreamingFairPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEs
     mean_ : ndarray of shape (n_features,)
         Pooled mean.
     group_means_ : ndarray of shape (n_groups, n_features)
+        One row (the pooled mean) when fitted without groups.
     group_counts_ : ndarray of shape (n_groups,)
-    groups_ : ndarray of shape (n_groups,)
+        One entry (all rows) when fitted without groups.
+    groups_ : ndarray of shape (n_groups,) or None
+        Sorted group labels (None when fitted without groups).
     unfair_subspace_ : ndarray of shape (n_features, r)
         Orthonormal basis ``N`` (``r <= n_groups - 1 + unfair_rank``).
     covariance_directions_ : ndarray of shape (n_features, unfair_rank)
@@ -495,6 +508,7 @@ class StreamingFairPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEs
         max_iter: int = 200,
         random_state: int | np.random.RandomState | None = None,
         verbose: int = 0,
+        require_groups: bool = False,
     ) -> None:
         self.n_components = n_components
         self.unfair_rank = unfair_rank
@@ -505,9 +519,12 @@ class StreamingFairPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEs
         self.max_iter = max_iter
         self.random_state = random_state
         self.verbose = verbose
+        self.require_groups = require_groups
 
     # ------------------------------------------------------------- validation
-    def _check_params(self, n_features):
+    def _check_params(self, n_features, grouped=True):
+        """Validate the parameters; ``unfair_rank`` is not used by a group-blind fit."""
+        check_require_groups(self)
         check_number(self.n_components, "n_components", minimum=1)
         check_number(self.unfair_rank, "unfair_rank", minimum=0)
         check_number(self.block_size, "block_size", minimum=1)
@@ -517,7 +534,11 @@ class StreamingFairPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEs
         check_number(self.verbose, "verbose", minimum=0)
         if self.solver not in ("power", "exact"):
             raise ValueError(f"solver must be 'power' or 'exact', got {self.solver!r}.")
-        if self.n_components + self.unfair_rank >= n_features:
+        if not grouped and self.n_components >= n_features:
+            raise ValueError(
+                f"n_components must be below n_features={n_features}, got {self.n_components}."
+            )
+        if grouped and self.n_components + self.unfair_rank >= n_features:
             raise ValueError(
                 f"n_components + unfair_rank must be below n_features={n_features}, got "
                 f"{self.n_components} + {self.unfair_rank}."
@@ -530,7 +551,11 @@ class StreamingFairPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEs
             )
 
     def _check_data(self, X, sensitive_features, *, reset):
-        """Validated ``X`` (NumPy, or Dask with one column chunk), groups and codes."""
+        """Validated ``X`` (NumPy, or Dask with one column chunk), groups and codes.
+
+        Without ``sensitive_features`` every row is in one group: ``groups`` is
+        None and ``codes`` are zeros.
+        """
         if _is_dask_collection(X):
             _, da = _import_dask("StreamingFairPCA.fit")
             X = da.asarray(X)
@@ -546,6 +571,8 @@ class StreamingFairPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEs
                     f"X has {X.shape[1]} features, but StreamingFairPCA was fitted with "
                     f"{self.n_features_in_}."
                 )
+            if sensitive_features is None:
+                return X, None, np.zeros(X.shape[0], dtype=np.intp)
             labels = sensitive_features
             if _is_dask_collection(labels):
                 labels = labels.compute()
@@ -553,6 +580,9 @@ class StreamingFairPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEs
                 labels, X.shape[0], min_groups=2, min_group_size=2
             )
             return X, groups, codes
+        if sensitive_features is None:
+            X = check_estimator_data(self, X, reset=reset, min_samples=2)
+            return X, None, np.zeros(X.shape[0], dtype=np.intp)
         X = check_estimator_data(self, X, reset=reset)
         groups, codes = check_sensitive_features(
             sensitive_features, X.shape[0], min_groups=2, min_group_size=2
@@ -571,20 +601,29 @@ class StreamingFairPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEs
         X : array-like or dask array of shape (n_samples, n_features)
         y : ignored
         sensitive_features : array-like of shape (n_samples,) or (n_samples, n_attributes)
-            Group labels (at least two groups).
+            Group labels (at least two groups). If omitted, streaming PCA with
+            no unfair directions is fitted with a
+            :class:`~fairpca.GroupBlindFitWarning`, or a ``ValueError`` is
+            raised when groups are required (see ``require_groups``).
 
         Returns
         -------
         self : StreamingFairPCA
         """
+        grouped = sensitive_features is not None
+        check_require_groups(self)
+        if not grouped:
+            # Before any data is read: refused here, or a group-blind fit with the warning.
+            missing_groups(self, "streaming PCA with no unfair directions")
         forget_fit(self)
         self.__dict__.pop("_stream", None)  # a fit replaces any partial_fit stream
         X, groups, codes = self._check_data(X, sensitive_features, reset=True)
         n, p = X.shape
-        self._check_params(p)
-        d, m = self.n_components, self.unfair_rank
+        self._check_params(p, grouped)
+        d, m = self.n_components, self.unfair_rank if grouped else 0
         blocks = _Blocks(X, codes, self.block_size)
-        counts, group_means, largest, spread, variance = _group_sums(blocks, len(groups))
+        n_groups = len(groups) if grouped else 1
+        counts, group_means, largest, spread, variance = _group_sums(blocks, n_groups)
         if spread == 0:
             raise ValueError("X is constant (every row the same): there is no variance to project.")
         check_largest_magnitude(largest)
@@ -596,7 +635,11 @@ class StreamingFairPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEs
             solution = _exact_solution(blocks, d, m)
         elif n <= self.block_size and n < p and not _is_dask_collection(X):
             solution = _row_space_solution(
-                np.asarray(X, dtype=np.float64) / blocks.scale, codes, groups, d, m
+                np.asarray(X, dtype=np.float64) / blocks.scale,
+                codes,
+                groups if grouped else np.zeros(1),
+                d,
+                m,
             )
             if solution is not None:
                 logger.info(
@@ -612,11 +655,11 @@ class StreamingFairPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEs
             logger.info(
                 "StreamingFairPCA: means of %d rows in %d groups (1 pass); power iterations next",
                 n,
-                len(groups),
+                n_groups,
             )
             rng = check_random_state(self.random_state)
             diff_values, W, N, values, V, n_iter, converged = self._fit_power(
-                blocks, group_means, weights, rng, np.sqrt(variance) / blocks.scale
+                blocks, group_means, weights, rng, np.sqrt(variance) / blocks.scale, m
             )
         logger.log(
             logging.INFO if self.verbose else logging.DEBUG,
@@ -641,13 +684,14 @@ class StreamingFairPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEs
         self.n_iter_, self.n_passes_, self.converged_ = n_iter, blocks.n_passes, bool(converged)
         return self
 
-    def _fit_power(self, blocks, group_means, weights, rng, scale):
+    def _fit_power(self, blocks, group_means, weights, rng, scale, m):
         """Phases 1 and 2 of the fair power method; warns (one line) if a phase stops early.
 
-        ``scale`` is ``sqrt(trace Sigma)`` in the units of the scaled blocks.
+        ``scale`` is ``sqrt(trace Sigma)`` in the units of the scaled blocks; ``m``
+        the number of covariance-difference directions (0 for a group-blind fit).
         """
         p = group_means.shape[1]
-        d, m, tol = self.n_components, self.unfair_rank, self.tol
+        d, tol = self.n_components, self.tol
         phases = []
         W, diff_values = np.zeros((p, 0)), np.zeros(0)
         if m:
@@ -701,6 +745,7 @@ class StreamingFairPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEs
         return diff_values, W, N, pca.values, pca.vectors, n_iter, converged
 
     def _set_fitted(self, groups, counts, group_means, W, diff_values, N, V, values, n):
+        """Set the fitted attributes; ``groups`` is None for a group-blind fit."""
         weights = counts / counts.sum()
         self.groups_, self.group_counts_, self.group_means_ = groups, counts, group_means
         self.mean_ = weights @ group_means
@@ -738,21 +783,37 @@ class StreamingFairPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEs
         y : ignored
         sensitive_features : array-like of shape (n_samples,)
             Group labels of the rows; a block may hold one group, and groups
-            may appear in later blocks.
+            may appear in later blocks. Give it in every call or in none
+            (streaming PCA with no unfair directions, with the rule of :meth:`fit`).
 
         Returns
         -------
         self : StreamingFairPCA
         """
+        grouped = sensitive_features is not None
+        check_require_groups(self)
+        if not grouped:
+            missing_groups(self, "streaming PCA with no unfair directions", method="partial_fit")
         first = not hasattr(self, "_stream")
         if first and self.solver != "power":
             raise ValueError("partial_fit is the power method; use solver='power'.")
         # After fit: continue from the fitted model, with its features.
         warm = first and hasattr(self, "components_")
+        if not first or warm:
+            was_grouped = self._stream.grouped if not first else self.groups_ is not None
+            if grouped != was_grouped:
+                raise ValueError(
+                    "sensitive_features must be given in every partial_fit call or in none "
+                    "(as in the fit before them); earlier calls were "
+                    f"{'with' if was_grouped else 'without'} it."
+                )
         X = check_estimator_data(self, X, reset=first and not warm)
         if first:
-            self._check_params(X.shape[1])
-        labels, codes = check_sensitive_features(sensitive_features, X.shape[0])
+            self._check_params(X.shape[1], grouped)
+        if grouped:
+            labels, codes = check_sensitive_features(sensitive_features, X.shape[0])
+        else:
+            labels, codes = np.zeros(1, dtype=np.intp), np.zeros(X.shape[0], dtype=np.intp)
         largest = largest_magnitude(X)
         check_largest_magnitude(largest)
         if first:
@@ -763,13 +824,14 @@ class StreamingFairPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEs
                 self._stream = _Stream(
                     X.shape[1],
                     self.n_components,
-                    self.unfair_rank,
+                    self.unfair_rank if grouped else 0,
                     self.oversampling,
                     self.block_size,
                     rng,
                     # A power of two near the first block's size: the steps form fourth powers.
                     2.0 ** np.round(np.log2(largest)) if largest > 0 else 1.0,
                 )
+                self._stream.grouped = grouped
         # On a copy: a failure inside a step must leave the stream as it was.
         stream = self._stream.copy()
         stream.update(X / stream.scale, labels, codes)
@@ -790,7 +852,7 @@ class StreamingFairPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEs
             with np.errstate(over="ignore", under="ignore"):  # a fourth-power scale
                 diff_values = stream.diff_values * stream.scale**4
             self._set_fitted(
-                np.array([stream.groups[a] for a in order]),
+                np.array([stream.groups[a] for a in order]) if grouped else None,
                 counts,
                 np.array(stream.means)[order] * stream.scale,
                 stream.covariance_directions,
@@ -864,15 +926,20 @@ class _Stream:
         self.components = self.N = self.values = None
         self.n_steps = self.n_unfair_steps = 0
         self.reference, self.varied = None, False  # the first row; whether any row differs
+        self.grouped = True  # False: one group (label 0), no unfair directions (m == 0)
 
     @classmethod
     def from_fit(cls, est, rng):
         """A stream that continues from a fitted estimator (``partial_fit`` after ``fit``)."""
-        p, d, m = est.n_features_in_, est.n_components, est.unfair_rank
+        grouped = est.groups_ is not None
+        p, d = est.n_features_in_, est.n_components
+        m = est.unfair_rank if grouped else 0
         largest = float(np.abs(est.group_means_).max(initial=0.0))
         scale = 2.0 ** np.round(np.log2(largest)) if largest > 0 else 1.0
         stream = cls(p, d, m, est.oversampling, est.block_size, rng, scale)
-        stream.groups = [g.item() if hasattr(g, "item") else g for g in est.groups_]
+        stream.grouped = grouped
+        labels = est.groups_ if grouped else [0]
+        stream.groups = [g.item() if hasattr(g, "item") else g for g in labels]
         stream.counts = [float(c) for c in est.group_counts_]
         stream.means = list(est.group_means_ / scale)
         # The fitted bases lead the power blocks; the seeded columns fill them up.
@@ -905,7 +972,7 @@ class _Stream:
             if buffered
             else ""
         )
-        if seen < 2:
+        if seen < self.min_groups:
             return (
                 f"the {consumed} row(s) consumed so far hold {seen} group(s); components exist "
                 f"once the consumed blocks hold two groups{waiting}."
@@ -924,6 +991,11 @@ class _Stream:
             self.counts.append(0.0)
             self.means.append(None)
         return self.groups.index(key)
+
+    @property
+    def min_groups(self):
+        """Groups the consumed rows must hold before there are components."""
+        return 2 if self.grouped else 1
 
     @property
     def n_buffered(self):
@@ -970,7 +1042,7 @@ class _Stream:
             self.counts[a] += rows.shape[0]
             self.means[a] = previous + (rows - previous).sum(axis=0) / self.counts[a]
         seen = [a for a in range(len(self.groups)) if self.counts[a] > 0]
-        if len(seen) < 2:
+        if len(seen) < self.min_groups:
             return
         counts = np.array([self.counts[a] for a in seen])
         weights, means = counts / counts.sum(), np.array([self.means[a] for a in seen])
