@@ -139,6 +139,7 @@ def test_compare_user_csv_writes_outputs(csv_file, tmp_path):
         "group_errors.png",
         "group_errors_by_d.csv",
         "group_errors_by_d.png",
+        "group_losses.csv",
         "report.html",
         "tradeoff.png",
     ]
@@ -298,6 +299,7 @@ def test_tradeoff_writes_csv_plots_and_one_html_report(csv_file, tmp_path):
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 0, result.output
     assert sorted(p.name for p in out.iterdir()) == [
+        "group_losses.csv",
         "report.html",
         "tradeoff.csv",
         "tradeoff.png",

@@ -474,3 +474,113 @@ def test_a_multi_class_target_leaves_out_the_downstream_metrics(monkeypatch):
     assert any("the target has 3 classes" in m for m in messages)
     binary = compare_split(split)
     assert "demographic_parity_difference" in binary.table.columns
+
+
+# --- per-group outcomes against PCA (issue 43) ---------------------------------------
+
+
+class _ServesTheLargestGroup(FairPCABase):
+    """Test-only method: the top eigenvectors of the largest group's second moment."""
+
+    def __init__(self, n_components=2):
+        self.n_components = n_components
+
+    def _fit_components(self, X, codes, moments, y, d):
+        _, vectors = np.linalg.eigh(moments.second_moment()[np.argmax(moments.counts)])
+        return vectors[:, ::-1][:, :d].T, None
+
+
+def _small_group_data(seed=0):
+    """A large group spread along x0, x1 and a small one along x2: PCA keeps x0 and x2."""
+    rng = np.random.default_rng(seed)
+    large = rng.normal(size=(200, 4)) * np.sqrt([4.0, 1.5, 0.1, 0.1])
+    small = rng.normal(size=(60, 4)) * np.sqrt([0.1, 0.1, 8.0, 1.0])
+    return np.vstack([large, small]), np.array(["large"] * 200 + ["small"] * 60)
+
+
+def _own_marginal_loss(X, components, mean, d):
+    """Per-row marginal loss by NumPy: the error of ``P`` minus that of the group's best."""
+    A = X - mean
+    residual = A - A @ components.T @ components
+    error = np.mean(np.sum(residual**2, axis=1))
+    eigenvalues = np.linalg.eigh(A.T @ A / len(A))[0]  # ascending
+    return error - eigenvalues[:-d].sum(), error
+
+
+def test_group_outcomes_name_the_group_served_worse_than_by_pca(monkeypatch):
+    from fairpca.compare import WORSE_OFF_COLUMN
+
+    _use_methods(monkeypatch, [_ServesTheLargestGroup, _Balanced])
+    X, s = _small_group_data()
+    comparison = compare_methods(X, s, n_components=2)
+    column = comparison.table[WORSE_OFF_COLUMN]
+    assert column["_ServesTheLargestGroup"] == "small"
+    assert column["PCA"] == "none"
+    outcomes = comparison.group_outcomes
+    split = comparison.split
+    for row in outcomes.itertuples(index=False):
+        est = comparison.estimators[row.method]
+        rows = split.X_test[split.s_test == row.group]
+        loss, error = _own_marginal_loss(rows, est.components_, est.mean_, 2)
+        assert row.marginal_loss == pytest.approx(loss, rel=1e-9, abs=1e-12)
+        assert row.reconstruction_error == pytest.approx(error, rel=1e-9)
+    pca = outcomes[outcomes["method"] == "PCA"].set_index("group")["marginal_loss"]
+    small = outcomes.set_index(["method", "group"]).loc[("_ServesTheLargestGroup", "small")]
+    assert small["pca_marginal_loss"] == pca["small"]
+    # The rule of ParetoFairPCA's warning: above 1.5 x max(PCA's loss, 0.1 x mean).
+    reference = max(pca["small"], 0.1 * pca.mean())
+    assert small["ratio"] == pytest.approx(small["marginal_loss"] / reference)
+    assert small["worse_off"] and small["ratio"] > 1.5
+    assert not outcomes.loc[outcomes["method"] == "PCA", "worse_off"].any()
+
+
+def test_panel_marks_the_worse_off_cell_and_escapes_labels(monkeypatch):
+    from fairpca._cli_output import _group_blocks, _group_markdown
+    from fairpca._html import Markup, html_report
+
+    _use_methods(monkeypatch, [_ServesTheLargestGroup])
+    X, s = _small_group_data()
+    s = np.where(s == "small", "<b>small</b>", s)
+    comparison = compare_methods(X, s, n_components=2)
+    blocks = _group_blocks(comparison.group_outcomes, ["method"], {"Erasure": "no loss"})
+    assert isinstance(blocks[1], Markup)
+    html = html_report("t", {}, [("Groups against PCA", blocks)])
+    assert "<b>small" not in html and "&lt;b&gt;small&lt;/b&gt;" in html
+    row = html.split("<th>_ServesTheLargestGroup</th>")[1].split("</tr>")[0]
+    small, large = row.split("<td")[1:]  # "<" sorts before "l"
+    assert "▲" not in large and small.startswith(' class="worse-off">') and "▲" in small
+    assert '<th>Erasure</th><td class="not-judged" colspan="2">no loss</td>' in html
+    md = _group_markdown(comparison.group_outcomes, ["method"])
+    assert "&lt;b&gt;small&lt;/b&gt;" in md and "<b>" not in md
+    assert md.count("▲") == 2  # the legend's and the one group's
+    line = next(x for x in md.splitlines() if x.startswith(r"- \_ServesTheLargestGroup: "))
+    assert "small&lt;/b&gt; " in line.split("▲")[0] and "large" in line.split("▲")[1]
+
+
+@pytest.mark.slow
+def test_cli_shows_the_worse_off_group_in_every_output(monkeypatch, tmp_path):
+    from fairpca.compare import WORSE_OFF_COLUMN
+
+    _use_methods(monkeypatch, [_ServesTheLargestGroup])
+    X, s = _small_group_data()
+    frame = pd.DataFrame(X, columns=["a", "b", "c", "d"]).assign(group=s)
+    frame.to_csv(tmp_path / "data.csv", index=False)
+    out = tmp_path / "report"
+    args = ["compare", "--data", str(tmp_path / "data.csv"), "--sensitive", "group"]
+    result = CliRunner().invoke(cli, [*args, "-d", "2", "--output", str(out)])
+    assert result.exit_code == 0, result.output
+    table = pd.read_csv(out / "comparison.csv", index_col="method")
+    assert table[WORSE_OFF_COLUMN].to_dict() == {"PCA": "none", "_ServesTheLargestGroup": "small"}
+    losses = pd.read_csv(out / "group_losses.csv")
+    flagged = losses.loc[losses["worse_off"], ["method", "group"]]
+    assert flagged.values.tolist() == [["_ServesTheLargestGroup", "small"]]
+    md = (out / "comparison.md").read_text()
+    assert "## Groups against PCA" in md and "▲" in md.split("## Groups against PCA")[1]
+    html = (out / "report.html").read_text()
+    panel = html.split('<table class="group-panel">')[1].split("</table>")[0]
+    served = panel.split("<th>_ServesTheLargestGroup</th>")[1].split("</tr>")[0]
+    cells = served.split("<td")[1:]
+    assert "worse-off" not in cells[0] and "▲" not in cells[0]  # large
+    assert cells[1].startswith(' class="worse-off">') and "▲" in cells[1]  # small
+    assert "worse-off" not in panel.split("<th>PCA</th>")[1].split("</tr>")[0]
+    assert "served worse than under PCA" in html

@@ -137,6 +137,7 @@ def test_compare_writes_hostile_text_safely(tmp_path, labels):
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 0, result.output
     expected = ["comparison.csv", "comparison.md", "group_errors_by_d.csv", "report.html"]
+    expected += ["group_losses.csv"]
     expected += ["tradeoff.png", "group_errors.png", "group_errors_by_d.png", "communality.png"]
     _check_every_file(out, expected)
     markdown = (out / "comparison.md").read_text(encoding="utf-8")
@@ -145,6 +146,8 @@ def test_compare_writes_hostile_text_safely(tmp_path, labels):
         groups = {row["group"] for row in csv.DictReader(file)}
     # Every label is in the file as it is, a formula with the quote that neutralises it.
     assert groups == {"'" + g if g.startswith(CSV_FORMULA_PREFIXES) else g for g in labels}
+    with open(out / "group_losses.csv", newline="", encoding="utf-8") as file:
+        assert {row["group"] for row in csv.DictReader(file)} == groups
 
 
 @pytest.mark.parametrize("labels", CHUNKS, ids=range(len(CHUNKS)))
@@ -156,7 +159,8 @@ def test_tradeoff_writes_hostile_text_safely(tmp_path, labels):
     args += ["--metric", "reconstruction_error_gap", "--output", str(out)]
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 0, result.output
-    _check_every_file(out, ["tradeoff.csv", "tradeoff.png", "tradeoff.svg", "report.html"])
+    expected = ["tradeoff.csv", "group_losses.csv", "tradeoff.png", "tradeoff.svg", "report.html"]
+    _check_every_file(out, expected)
 
 
 @pytest.mark.slow

@@ -244,3 +244,32 @@ def test_downstream_gaps_equal_fairlearns(seed):
     assert np.isnan(_downstream(y, predicted, codes, "equal_opportunity_difference"))
     assert np.isnan(_downstream(y, predicted, codes, "equalized_odds_difference"))
     assert np.isfinite(_downstream(y, predicted, codes, "demographic_parity_difference"))
+
+
+def test_tradeoff_panel_marks_the_setting_that_serves_a_group_worse(monkeypatch, tmp_path):
+    from click.testing import CliRunner
+
+    from fairpca.cli import cli
+    from fairpca.compare import WORSE_OFF_COLUMN
+    from test_compare import _ServesTheLargestGroup, _small_group_data, _use_methods
+
+    _use_methods(monkeypatch, [_ServesTheLargestGroup])
+    X, s = _small_group_data()
+    pd.DataFrame(X, columns=list("abcd")).assign(group=s).to_csv(tmp_path / "d.csv", index=False)
+    out = tmp_path / "curve"
+    args = ["tradeoff", "--data", str(tmp_path / "d.csv"), "--sensitive", "group", "-d", "2"]
+    args += ["--n-bootstrap", "5", "--metric", "reconstruction_error_gap", "--output", str(out)]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    curve = pd.read_csv(out / "tradeoff.csv", keep_default_na=False)
+    assert dict(zip(curve["method"], curve[WORSE_OFF_COLUMN], strict=True)) == {
+        "PCA": "none",
+        "_ServesTheLargestGroup": "small",
+    }
+    losses = pd.read_csv(out / "group_losses.csv", keep_default_na=False)
+    assert losses.loc[losses["worse_off"], "group"].tolist() == ["small"]
+    html = (out / "report.html").read_text()
+    assert "Groups against PCA, per setting" in html
+    panel = html.split('<table class="group-panel">')[1].split("</table>")[0]
+    row = panel.split("<th>_ServesTheLargestGroup</th>")[1].split("</tr>")[0]
+    assert row.count('class="worse-off"') == 1 and row.split("<td")[2].count("▲") == 1

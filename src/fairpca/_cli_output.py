@@ -175,6 +175,12 @@ def write_compare(comparison, output, fairness_columns, progress, source, notes)
     every_method = every_method_table(comparison)
     output.mkdir(parents=True, exist_ok=True)
     write_csv(every_method, output / "comparison.csv", index_label="method")
+    outcomes = comparison.group_outcomes
+    not_linear = {
+        name: "not a linear projection: no rank-d reconstruction, so no marginal loss"
+        for name in table.index
+        if outcomes is None or name not in set(outcomes["method"])
+    }
     by_d = group_errors_by_d(comparison, progress=progress)
     notes = list(notes)
     if by_d.attrs["not_refitted"]:
@@ -225,6 +231,8 @@ def write_compare(comparison, output, fairness_columns, progress, source, notes)
         "computed on the held-out rows.\n\n"
         + markdown_table(every_method)
         + "".join(f"\n{escape_markdown(note)}\n" for note in notes)
+        + "\n## Groups against PCA\n\n"
+        + _group_markdown(outcomes, ["method"], not_linear)
         + "\n## What the columns mean\n\n"
         + "".join(f"- {escape_markdown(line)}\n" for line in legend)
         + "\n## Plots\n\n"
@@ -233,6 +241,9 @@ def write_compare(comparison, output, fairness_columns, progress, source, notes)
     written = ["comparison.csv", "comparison.md"]
     write_csv(by_d, output / "group_errors_by_d.csv", index=False)
     written.append("group_errors_by_d.csv")
+    if outcomes is not None:
+        write_csv(outcomes, output / "group_losses.csv", index=False)
+        written.append("group_losses.csv")
     made = []
     for filename, make in figures:
         figure = make()
@@ -245,7 +256,11 @@ def write_compare(comparison, output, fairness_columns, progress, source, notes)
         "seed": comparison.random_state,
         "metrics": "computed on the held-out rows (fairpca.metrics.report)",
     }
-    sections = [("Comparison", [*notes, every_method]), ("What the columns mean", legend)]
+    sections = [
+        ("Comparison", [*notes, every_method]),
+        ("Groups against PCA", _group_blocks(outcomes, ["method"], not_linear)),
+        ("What the columns mean", legend),
+    ]
     sections += [(filename.removesuffix(".png"), [figure]) for filename, figure in made]
     write_text(output / "report.html", html_report("fairpca compare", facts, sections))
     written.append("report.html")
@@ -274,8 +289,11 @@ def write_tradeoff(curve, table, output, source):
     from fairpca._html import html_report
     from fairpca._output import write_csv, write_text
     from fairpca.plotting import plot_tradeoff_curve
+    from fairpca.tradeoff import group_outcomes
 
     write_csv(table, output / "tradeoff.csv")
+    outcomes = group_outcomes(curve)
+    write_csv(outcomes, output / "group_losses.csv", index=False)
     figure = plot_tradeoff_curve(curve)
     figure.savefig(output / "tradeoff.png", dpi=120)
     figure.savefig(output / "tradeoff.svg")
@@ -289,11 +307,70 @@ def write_tradeoff(curve, table, output, source):
             "of the held-out rows within each group (fits not repeated)"
         ),
     }
+    # The per-group columns are in the panel (and in the CSV files).
+    table = table[[c for c in table.columns if "[" not in str(c)]]
     frontier = table[table["on_frontier"]]
     sections = [
         ("Frontier: settings no other setting beats on every measure", [frontier]),
         ("Fairness against retained variance", [figure]),
+        ("Groups against PCA, per setting", _group_blocks(outcomes, ["method", "setting"])),
         ("Every setting", [table]),
     ]
     write_text(output / "report.html", html_report("fairpca tradeoff", facts, sections))
-    return ["tradeoff.csv", "tradeoff.png", "tradeoff.svg", "report.html"]
+    return ["tradeoff.csv", "group_losses.csv", "tradeoff.png", "tradeoff.svg", "report.html"]
+
+
+def _group_legend(html=True):
+    """What the per-group panel shows, and the rule that marks a group worse off."""
+    from fairpca._html import WORSE_OFF_MARK
+    from fairpca.pareto import _WORSE_OFF_FACTOR, _WORSE_OFF_FLOOR
+
+    return (
+        "Each cell: the group's per-row marginal loss on the held-out rows (Samadi et al.: "
+        "its mean squared reconstruction error minus that of its own best rank-d "
+        "projection; lower is better), in brackets its ratio to the group's reference"
+        + (", and below its per-row reconstruction error with PCA's (context). " if html else ". ")
+        + f"{WORSE_OFF_MARK} marks a group served worse than under PCA: its marginal loss "
+        f"exceeds {_WORSE_OFF_FACTOR:g} x its reference, the larger of its PCA loss and "
+        f"{_WORSE_OFF_FLOOR:g} x the groups' mean PCA loss (the rule of ParetoFairPCA's "
+        "warning), i.e. a ratio above "
+        f"{_WORSE_OFF_FACTOR:g}. Every value (with the per-row reconstruction errors) is in "
+        "group_losses.csv."
+    )
+
+
+def _group_blocks(outcomes, by, others=None):
+    """The HTML blocks of the per-group panel: the legend and the table."""
+    from fairpca._html import group_panel
+
+    if outcomes is None or outcomes.empty:
+        return ["No method with per-group values (PCA or every linear projection failed)."]
+    if outcomes["pca_marginal_loss"].isna().all():
+        return ["PCA, the reference, was not fitted: no group is judged."]
+    return [_group_legend(), group_panel(outcomes, by, others)]
+
+
+def _group_markdown(outcomes, by, others=None):
+    """The per-group panel in Markdown: its legend and one line per method (or setting).
+
+    A list, not a table: ``comparison.md`` holds one table, the comparison's.
+    Every text is escaped.
+    """
+    from fairpca._html import WORSE_OFF_MARK
+    from fairpca._output import escape_markdown
+
+    if outcomes is None or outcomes.empty or outcomes["pca_marginal_loss"].isna().all():
+        return "No group is judged (PCA or every linear projection was not fitted).\n"
+    lines = [escape_markdown(_group_legend(html=False)), ""]
+    for key, rows in outcomes.groupby(by, sort=False):
+        key = key if isinstance(key, tuple) else (key,)
+        label = " ".join(str(part) for part in key if str(part))
+        cells = "; ".join(
+            f"{escape_markdown(row.group)} {row.marginal_loss:.4g} (×{row.ratio:.2f})"
+            + (f" {WORSE_OFF_MARK}" if row.worse_off == True else "")  # noqa: E712
+            for row in rows.itertuples(index=False)
+        )
+        lines.append(f"- {escape_markdown(label)}: {cells}")
+    for label, why in (others or {}).items():
+        lines.append(f"- {escape_markdown(label)}: {escape_markdown(why)}")
+    return "\n".join(lines) + "\n"

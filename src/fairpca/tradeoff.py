@@ -26,7 +26,17 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 from numpy.typing import ArrayLike
 
-from fairpca.compare import as_input_for, failure_reason, fit_method, make_methods, make_split
+from fairpca.compare import (
+    WORSE_OFF_COLUMN,
+    as_input_for,
+    failure_reason,
+    fit_method,
+    group_scales,
+    judge_against_reference,
+    make_methods,
+    make_split,
+    worse_off_groups,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -294,12 +304,84 @@ def _fit_and_evaluate(method, label, estimator, split, metrics, bandwidth, optio
         )
     try:
         values = _held_out_values(fitted, split, metrics, bandwidth, options, seed)
+        per_group = _held_out_groups(fitted, split)
     except Exception as exc:  # noqa: BLE001 - one setting's failure never ends the curve
         row["error"] = failure_reason(exc)
         return row
     for name, (value, low, high) in values.items():
         row[name], row[f"{name}_low"], row[f"{name}_high"] = value, low, high
+    row.update(per_group)
     return row
+
+
+#: The per-group columns of a curve, ``name[g]`` for every group ``g`` (as in a comparison).
+_GROUP_COLUMNS = ("reconstruction_error", "marginal_loss")
+
+
+def _held_out_groups(fitted, split):
+    """Per-row reconstruction error and marginal loss of each group on the test part."""
+    from fairpca.metrics import group_reconstruction_error, marginal_loss
+
+    values = {}
+    metrics = (group_reconstruction_error, marginal_loss)
+    for prefix, metric in zip(_GROUP_COLUMNS, metrics, strict=True):
+        values.update(
+            {f"{prefix}[{g}]": v for g, v in metric(split.X_test, split.s_test, fitted).items()}
+        )
+    return values
+
+
+def group_outcomes(curve: pd.DataFrame, reference: str = "PCA") -> pd.DataFrame:
+    """How each group fares under each setting of ``curve``, against PCA's setting.
+
+    The long form of the curve's per-group columns (``reconstruction_error[g]``
+    and ``marginal_loss[g]``, held-out rows), judged as
+    :func:`fairpca.compare.group_outcomes` judges a comparison: a group is
+    worse off when its per-row marginal loss exceeds 1.5 x the larger of its
+    PCA loss and 0.1 x the groups' mean PCA loss (ParetoFairPCA's rule).
+
+    Parameters
+    ----------
+    curve : pandas.DataFrame
+        :func:`tradeoff_curve_split`'s result (its ``attrs`` name the groups).
+    reference : str, default="PCA"
+        The method whose (first) setting is the baseline.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (method, setting, group) of the settings that were
+        fitted: ``method``, ``setting``, ``group`` and
+        :data:`fairpca.compare.GROUP_OUTCOME_COLUMNS`.
+    """
+    import pandas as pd
+
+    groups = curve.attrs.get("groups", [])
+    scales = dict(zip(groups, curve.attrs.get("group_scales", []), strict=True))
+    rows = []
+    for _, setting in curve.iterrows():
+        values = [
+            [setting.get(f"{prefix}[{g}]", np.nan) for prefix in _GROUP_COLUMNS] for g in groups
+        ]
+        if np.isnan(np.asarray(values, dtype=float)).any():
+            continue  # not fitted (its error says why)
+        rows += [
+            {
+                "method": setting["method"],
+                "setting": setting["setting"],
+                "group": g,
+                "reconstruction_error": error,
+                "marginal_loss": loss,
+            }
+            for g, (error, loss) in zip(groups, values, strict=True)
+        ]
+    columns = ["method", "setting", "group", "reconstruction_error", "marginal_loss"]
+    frame = pd.DataFrame(rows, columns=columns)
+    is_reference = (frame["method"] == reference).to_numpy()
+    if is_reference.any():  # the first setting of the reference only
+        first = frame.loc[is_reference, "setting"].iloc[0]
+        is_reference = is_reference & (frame["setting"] == first).to_numpy()
+    return judge_against_reference(frame, is_reference, scales)
 
 
 def _held_out_values(fitted, split, metrics, bandwidth, options, seed):
@@ -351,9 +433,13 @@ def tradeoff_curve_split(
         ``estimator`` (configured, unfitted), ``explained_variance_ratio`` and
         every metric with ``_low`` and ``_high`` interval ends, ``fit_seconds`` and
         ``fit_cpu_seconds`` (wall-clock and CPU time of the fit),
-        ``converged``, ``error`` (why a setting could not be fitted, else NaN)
-        and ``on_frontier``. ``curve.attrs`` records the metrics, confidence,
-        number of resamples, d, seed and split description.
+        ``converged``, ``error`` (why a setting could not be fitted, else NaN),
+        the held-out per-row ``reconstruction_error[g]`` and ``marginal_loss[g]``
+        of every group ``g``, ``on_frontier`` and ``groups_worse_off_than_PCA``
+        (the groups the setting serves worse than PCA, or ``"none"``:
+        :func:`group_outcomes`). ``curve.attrs`` records the metrics,
+        confidence, number of resamples, d, seed, split description, the
+        groups and their scales (``group_scales``, for the rounding allowance).
     """
     import pandas as pd
     from joblib import Parallel, delayed
@@ -419,6 +505,7 @@ def tradeoff_curve_split(
     curve["on_frontier"] = frontier_mask(
         curve[QUALITY].to_numpy(dtype=float), curve[metrics].to_numpy(dtype=float)
     )
+    scales = group_scales(split.X_test, split.s_test)
     curve.attrs.update(
         metrics=metrics,
         confidence=confidence,
@@ -426,7 +513,13 @@ def tradeoff_curve_split(
         n_components=n_components,
         random_state=random_state,
         split=split.description,
+        groups=list(scales),
+        group_scales=list(scales.values()),
     )
+    worse = worse_off_groups(group_outcomes(curve), by=["method", "setting"])
+    curve[WORSE_OFF_COLUMN] = [
+        worse.get((m, s), "") for m, s in zip(curve["method"], curve["setting"], strict=True)
+    ]
     return curve
 
 

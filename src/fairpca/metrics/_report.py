@@ -20,6 +20,7 @@ from fairpca.metrics._projection import (
     is_linear_projection,
 )
 from fairpca.metrics._reconstruction import _optimal_group_errors, explained_variance_ratio
+from fairpca.pareto import _WORSE_OFF_FACTOR, _WORSE_OFF_FLOOR
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -124,6 +125,16 @@ METRIC_DEFINITIONS = {
     "converged": ("whether the method's solver met its stopping rule", "", "yes/no"),
     "fit_seconds": ("wall-clock time of the fit", "", "seconds"),
     "flags": ("reasons not to read the row at face value (see the notes)", "", ""),
+    "groups_worse_off_than_PCA": (
+        "the groups this method serves worse than PCA does, on the held-out rows: a group's "
+        f"per-row marginal loss above {_WORSE_OFF_FACTOR:g} x the larger of its PCA loss and "
+        f"{_WORSE_OFF_FLOOR:g} x the groups' mean PCA loss (ParetoFairPCA's rule); 'none' "
+        "when no group is; empty for a method "
+        "that is not a linear projection (FairKernelPCA, LinearErasure: no rank-d "
+        "reconstruction, so no marginal loss); per group: group_losses.csv",
+        "",
+        "",
+    ),
 }
 
 
