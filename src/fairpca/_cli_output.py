@@ -326,7 +326,7 @@ def _group_legend(html=True):
     from fairpca.pareto import _WORSE_OFF_FACTOR, _WORSE_OFF_FLOOR
 
     return (
-        "Each cell: the group's per-row marginal loss on the held-out rows (Samadi et al.: "
+        "For each group: its per-row marginal loss on the held-out rows (Samadi et al.: "
         "its mean squared reconstruction error minus that of its own best rank-d "
         "projection; lower is better), in brackets its ratio to the group's reference"
         + (", and below its per-row reconstruction error with PCA's (context). " if html else ". ")
