@@ -52,7 +52,8 @@ from fairpca._base import (
     record_dask_features,
     transactional,
 )
-from fairpca._dask import _dask_rows, _import_dask, _is_dask_collection
+from fairpca._dask import _dask_rows, _import_dask, _is_dask_collection, lazy_rows
+from fairpca._mixins import FairpcaMixin
 from fairpca._sparse import SPARSE_FORMATS, add_sparse, centred_product, issparse
 from fairpca._validation import check_estimator_data, check_sample_weight, check_width
 from fairpca._warnings import warn
@@ -115,7 +116,7 @@ def leace_map(moments, attributes="intersectional"):
     return unwhiten @ Q @ (Q.T @ whiten), Q.shape[1]
 
 
-class LinearErasure(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
+class LinearErasure(FairpcaMixin, OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     """Remove every linear trace of a group attribute with the smallest edit (LEACE).
 
     ``transform(X) = X - (X - mean_) @ erasure_.T`` where ``erasure_`` is the
@@ -234,6 +235,7 @@ class LinearErasure(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         After the last chunk the eraser equals :meth:`fit` on all rows up to
         rounding.
         """
+        self._check_not_compacted("erasure_")
         first = not hasattr(self, "moments_")
         moments, names = self._moments(
             X, sensitive_features, sample_weight, reset=first, partial=True
@@ -304,7 +306,9 @@ class LinearErasure(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like or sparse matrix of shape (n_samples, n_features)
+        X : array-like, sparse matrix, Dask array or DataFrame of shape (n_samples, n_features)
+            Dask input gives a lazy result of the same kind (Dask array: ``X``'s
+            row chunks; Dask DataFrame: its index, divisions and columns).
 
         Returns
         -------
@@ -315,10 +319,11 @@ class LinearErasure(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             added to it.
         """
         check_is_fitted(self, "erasure_")
+        if _is_dask_collection(X):
+            names = self.get_feature_names_out()
+            return lazy_rows(self, "transform", X, self.n_features_in_, names)
         X = check_estimator_data(self, X, reset=False, accept_sparse=SPARSE_FORMATS)
-        removed = centred_product(
-            X, self.mean_, self.erasure_.T, self.moments_.variances, _MAX_CANCELLATION
-        )
+        removed = centred_product(X, self.mean_, self.erasure_.T, self._spread(), _MAX_CANCELLATION)
         if issparse(X):
             return add_sparse(-removed, X)
         return X - removed
