@@ -36,8 +36,15 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from fairpca._config import check_require_groups, missing_groups
-from fairpca._dask import _dask_labels, _dask_rows, _import_dask, _is_dask_collection
+from fairpca._dask import (
+    _dask_labels,
+    _dask_rows,
+    _import_dask,
+    _is_dask_collection,
+    lazy_rows,
+)
 from fairpca._linalg import flip_signs, top_eigh
+from fairpca._mixins import FairpcaMixin
 from fairpca._sparse import SPARSE_FORMATS, centred_product, issparse
 from fairpca._validation import (
     _check_group_sizes,
@@ -274,7 +281,11 @@ def _check_target(y, n_samples):
 
 
 class FairPCABase(
-    ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator, metaclass=ABCMeta
+    FairpcaMixin,
+    ClassNamePrefixFeaturesOutMixin,
+    TransformerMixin,
+    BaseEstimator,
+    metaclass=ABCMeta,
 ):
     """Common machinery of the fair-PCA estimators.
 
@@ -654,6 +665,7 @@ class FairPCABase(
             The updated estimator.
         """
         self._check_all_params()
+        self._check_not_compacted()
         if sensitive_features is None:
             missing_groups(self, "group-blind PCA", method="partial_fit")
         first = not hasattr(self, "moments_")
@@ -748,14 +760,23 @@ class FairPCABase(
             methods that fit on it) is not densified: ``X V^T - mean_ V^T``
             (:func:`fairpca._sparse.centred_product`).
 
+            A Dask array or DataFrame gives a lazy result (nothing is
+            computed until asked; :func:`fairpca._dask.lazy_rows`).
+
         Returns
         -------
         Z : ndarray of shape (n_samples, n_components_)
+            For a Dask array, a Dask array with ``X``'s row chunks and one
+            column chunk; for a Dask DataFrame, a Dask DataFrame with ``X``'s
+            index and divisions and the columns ``get_feature_names_out()``.
         """
         check_is_fitted(self)
+        if _is_dask_collection(X):
+            names = self.get_feature_names_out()
+            return lazy_rows(self, "transform", X, self.n_components_, names)
         X = self._validate_X(X, reset=False)
         centred = centred_product(
-            X, self.mean_, self.components_.T, self.moments_.variances, _MAX_CANCELLATION
+            X, self.mean_, self.components_.T, self._spread(), _MAX_CANCELLATION
         )
         return centred * np.sqrt(self.component_scales_)
 
@@ -765,15 +786,21 @@ class FairPCABase(
         Parameters
         ----------
         X : array-like or scipy.sparse matrix of shape (n_samples, n_components_)
-            Projected data, e.g. the output of :meth:`transform`.
+            Projected data, e.g. the output of :meth:`transform`. A Dask
+            array or DataFrame gives a lazy result, as in :meth:`transform`.
 
         Returns
         -------
         X_original : ndarray of shape (n_samples, n_features)
             ``(X - mean_) P + mean_`` for data that went through :meth:`transform`
-            (dense: the mean makes every entry non-zero).
+            (dense: the mean makes every entry non-zero). Dask in, Dask out (the
+            columns of a Dask DataFrame are ``feature_names_in_`` when fitted
+            with names).
         """
         check_is_fitted(self)
+        if _is_dask_collection(X):
+            names = getattr(self, "feature_names_in_", None)
+            return lazy_rows(self, "inverse_transform", X, self.n_features_in_, names)
         Z = check_data(X, "X", accept_sparse=SPARSE_FORMATS)
         if Z.shape[1] != self.n_components_:
             raise ValueError(

@@ -161,3 +161,90 @@ def _gather_rows(X, bounds, rows):
     if not taken:
         return np.empty((0, X.shape[1]))
     return np.concatenate(taken).astype(np.float64, copy=False)
+
+
+# ------------------------------------------------------------------ lazy output
+def lazy_rows(estimator, method, X, n_out, names_out=None):
+    """``estimator.<method>`` of a Dask collection, lazily, block by block of rows.
+
+    The one place where the estimators' ``transform`` and ``inverse_transform``
+    (and so ``fit_transform``) meet Dask input. Nothing is computed here: the
+    input is first checked (its width, its column names, the fitted state) by
+    calling the in-memory method on one row of zeros, which gives the output's
+    dtype too; then every block of whole rows goes through the same in-memory
+    method when the result is computed.
+
+    The fitted state is a shallow copy of ``estimator`` (a refit rebinds its
+    attributes, so the lazy result keeps the model it was made with), put in
+    the graph once as a single key that every block reads.
+
+    Parameters
+    ----------
+    estimator : fitted estimator
+    method : str
+        Name of the in-memory method, ``"transform"`` or ``"inverse_transform"``.
+    X : dask.array.Array or dask.dataframe.DataFrame of shape (n_samples, n_in)
+    n_out : int
+        Width of the output.
+    names_out : sequence of str or None
+        Column names of the output for a Dask DataFrame (default: ``0 .. n_out - 1``).
+
+    Returns
+    -------
+    dask.array.Array of shape (n_samples, n_out), or dask.dataframe.DataFrame
+        A Dask array has the row chunks of ``X`` and one column chunk of
+        ``n_out``: ``chunks == (X.chunks[0], (n_out,))``. A Dask DataFrame in
+        gives a Dask DataFrame out, with ``X``'s index and divisions and the
+        columns ``names_out``.
+    """
+    import copy
+
+    dask, da = _import_dask(f"{type(estimator).__name__}.{method}")
+    state = copy.copy(estimator)
+    frame = hasattr(X, "map_partitions") and getattr(X, "ndim", 2) == 2
+    if frame:
+        import pandas as pd
+
+        columns = list(X.columns)
+        probe = pd.DataFrame(np.zeros((1, len(columns)), dtype=np.float64), columns=columns)
+    else:
+        X, _ = _dask_rows(X, da)
+        probe = np.zeros((1, X.shape[1]), dtype=X.dtype)
+    # Width, column names and fitted state are checked now, as for in-memory input.
+    dtype = np.asarray(getattr(state, method)(probe)).dtype
+    delayed_state = dask.delayed(state, pure=True, traverse=False)
+    if frame:
+        names = list(range(n_out)) if names_out is None else list(names_out)
+        meta = pd.DataFrame(np.empty((0, n_out), dtype=dtype), columns=names)
+        return X.map_partitions(
+            _frame_block, delayed_state, method, columns, names, meta=meta, align_dataframes=False
+        )
+    return X.map_blocks(
+        _array_block,
+        delayed_state,
+        method,
+        chunks=(X.chunks[0], (n_out,)),
+        dtype=dtype,
+        meta=np.empty((0, n_out), dtype=dtype),
+    )
+
+
+def _quietly(state, method, block):
+    """``state.<method>(block)`` as an ndarray, without repeating the feature-name warnings.
+
+    Those were issued once, when the lazy result was made (:func:`lazy_rows`).
+    """
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", ".*feature names", UserWarning)
+        return np.asarray(getattr(state, method)(block))
+
+
+def _array_block(block, state, method):
+    return _quietly(state, method, block)
+
+
+def _frame_block(part, state, method, columns, names):
+    import pandas as pd
+
+    values = _quietly(state, method, _aligned_partition(part, columns))
+    return pd.DataFrame(values, index=part.index, columns=names)

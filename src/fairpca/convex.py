@@ -684,6 +684,12 @@ class ConvexFairPCA(FairPCABase):
 
     # Group means and covariances are all the SDP needs: Dask input and partial_fit work.
     _moments_only = True
+    #: Dropped by compact() besides the groups' labels, counts and moments.
+    _group_attributes = (
+        *FairPCABase._group_attributes,
+        "covariance_bounds_",
+        "relaxed_projection_",
+    )
 
     def __init__(
         self,

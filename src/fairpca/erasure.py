@@ -54,7 +54,8 @@ from fairpca._base import (
     transactional,
 )
 from fairpca._config import check_require_groups, document_require_groups, missing_groups
-from fairpca._dask import _dask_rows, _import_dask, _is_dask_collection
+from fairpca._dask import _dask_rows, _import_dask, _is_dask_collection, lazy_rows
+from fairpca._mixins import FairpcaMixin
 from fairpca._sparse import SPARSE_FORMATS, add_sparse, centred_product, issparse
 from fairpca._validation import check_estimator_data, check_sample_weight, check_width
 from fairpca._warnings import warn
@@ -118,7 +119,7 @@ def leace_map(moments, attributes="intersectional"):
 
 
 @document_require_groups
-class LinearErasure(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
+class LinearErasure(FairpcaMixin, OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     """Remove every linear trace of a group attribute with the smallest edit (LEACE).
 
     ``transform(X) = X - (X - mean_) @ erasure_.T`` where ``erasure_`` is the
@@ -257,6 +258,7 @@ class LinearErasure(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         (the identity edit, with the rule of :meth:`fit`).
         """
         continuous = self._check_params()
+        self._check_not_compacted("erasure_")
         grouped = sensitive_features is not None
         if not grouped:
             missing_groups(self, "the identity edit (nothing to erase)", method="partial_fit")
@@ -343,7 +345,9 @@ class LinearErasure(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like or sparse matrix of shape (n_samples, n_features)
+        X : array-like, sparse matrix, Dask array or DataFrame of shape (n_samples, n_features)
+            Dask input gives a lazy result of the same kind (Dask array: ``X``'s
+            row chunks; Dask DataFrame: its index, divisions and columns).
 
         Returns
         -------
@@ -354,10 +358,11 @@ class LinearErasure(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             added to it.
         """
         check_is_fitted(self, "erasure_")
+        if _is_dask_collection(X):
+            names = self.get_feature_names_out()
+            return lazy_rows(self, "transform", X, self.n_features_in_, names)
         X = check_estimator_data(self, X, reset=False, accept_sparse=SPARSE_FORMATS)
-        removed = centred_product(
-            X, self.mean_, self.erasure_.T, self.moments_.variances, _MAX_CANCELLATION
-        )
+        removed = centred_product(X, self.mean_, self.erasure_.T, self._spread(), _MAX_CANCELLATION)
         if issparse(X):
             return add_sparse(-removed, X)
         return X - removed

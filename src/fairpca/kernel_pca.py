@@ -83,9 +83,11 @@ from fairpca._dask import (
     _gather_rows,
     _import_dask,
     _is_dask_collection,
+    lazy_rows,
 )
 from fairpca._kernels import _bandwidth_rows, _median_bandwidth, _qmc_frequencies, _rff_features
 from fairpca._linalg import top_eigh
+from fairpca._mixins import FairpcaMixin
 from fairpca._validation import (
     _check_group_sizes,
     _check_n_groups,
@@ -261,7 +263,7 @@ def _largest_mean_gap(Z, codes, counts):
 
 
 @document_require_groups
-class FairKernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+class FairKernelPCA(FairpcaMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     r"""Fair kernel PCA with equal projected group means (Kleindessner et al., 2023, Sec. 4).
 
     Finds ``d`` orthonormal directions ``v_j`` of the RKHS of ``kernel`` that
@@ -397,6 +399,10 @@ class FairKernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
     >>> bool(np.allclose(Z[s == 0].mean(axis=0), Z[s == 1].mean(axis=0)))
     True
     """
+
+    #: Dropped by compact(). The exact method's transform reads the training
+    #: rows ``X_fit_`` themselves; the approximate one keeps none.
+    _group_attributes = ("groups_", "group_counts_")
 
     def __init__(
         self,
@@ -706,8 +712,10 @@ class FairKernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows with the features seen in ``fit``.
+        X : array-like, Dask array or DataFrame of shape (n_samples, n_features)
+            Rows with the features seen in ``fit``. Dask input gives a lazy
+            result: each block of rows is mapped with the fitted state (the
+            training rows ``X_fit_`` or the feature map), held once in the graph.
 
         Returns
         -------
@@ -718,6 +726,9 @@ class FairKernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
             column means). Approximate: ``(psi(X) - feature_mean_) V``.
         """
         check_is_fitted(self)
+        if _is_dask_collection(X):
+            names = self.get_feature_names_out()
+            return lazy_rows(self, "transform", X, self.n_components_, names)
         X = self._validate_test_X(X)
         Z = np.empty((X.shape[0], self.n_components_))
         if self.method_ == "exact":

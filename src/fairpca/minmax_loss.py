@@ -753,6 +753,13 @@ class MinMaxLossFairPCA(FairPCABase):
 
     #: Needs only the group moments: fits Dask input and has partial_fit.
     _moments_only = True
+    #: Dropped by compact() besides the groups' labels, counts and moments.
+    _group_attributes = (
+        *FairPCABase._group_attributes,
+        "dual_weights_",
+        "group_losses_",
+        "relaxed_projection_",
+    )
 
     def __init__(
         self,

@@ -536,6 +536,14 @@ class MMDFairPCA(FairPCABase):
     True
     """
 
+    #: Dropped by compact() besides the groups' labels, counts and moments.
+    _group_attributes = (
+        *FairPCABase._group_attributes,
+        "constraint_values_",
+        "constraint_allowances_",
+        "active_constraint_",
+    )
+
     def __init__(
         self,
         n_components: int | float = 2,

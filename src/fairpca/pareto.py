@@ -658,6 +658,15 @@ class ParetoFairPCA(FairPCABase):
 
     #: Needs only the group moments: fits Dask input and has partial_fit.
     _moments_only = True
+    #: Dropped by compact() besides the groups' labels, counts and moments.
+    _group_attributes = (
+        *FairPCABase._group_attributes,
+        "group_losses_",
+        "pca_group_losses_",
+        "history_",
+        "start_history_",
+        "objective_names_",
+    )
 
     def __init__(
         self,

@@ -794,6 +794,8 @@ class RobustFairPCA(FairPCABase):
 
     #: Needs only the group moments: fits Dask input and has partial_fit.
     _moments_only = True
+    #: Dropped by compact() besides the groups' labels, counts and moments.
+    _group_attributes = (*FairPCABase._group_attributes, "radii_")
 
     def __init__(
         self,

@@ -31,7 +31,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from fairpca._base import forget_fit, transactional
 from fairpca._config import check_require_groups, document_require_groups, missing_groups
-from fairpca._dask import _import_dask, _is_dask_collection
+from fairpca._dask import _import_dask, _is_dask_collection, lazy_rows
 from fairpca._linalg import (
     block_power_iteration,
     flip_signs,
@@ -40,6 +40,7 @@ from fairpca._linalg import (
     power_stop_message,
     rayleigh_ritz,
 )
+from fairpca._mixins import FairpcaMixin
 from fairpca._validation import (
     check_data,
     check_estimator_data,
@@ -349,7 +350,9 @@ def _row_space_solution(X, codes, groups, d, m):
 
 
 @document_require_groups
-class StreamingFairPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+class StreamingFairPCA(
+    FairpcaMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
+):
     r"""Fair PCA by the fair noisy power method, in ``O(p (d + m))`` memory [Lee2023]_.
 
     With group means ``mu_a``, proportions ``w_a`` and covariances ``Sigma_a``
@@ -495,6 +498,20 @@ class StreamingFairPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEs
     >>> Z.shape, bool(est.converged_)
     ((600, 2), True)
     """
+
+    #: Dropped by compact(): the groups, their means, and the unfair subspace with
+    #: the covariance-difference directions and values found from the groups'
+    #: moments (transform reads only ``components_`` and ``mean_``); ``_stream``
+    #: is partial_fit's state (running group means, buffered rows).
+    _group_attributes = (
+        "groups_",
+        "group_counts_",
+        "group_means_",
+        "unfair_subspace_",
+        "covariance_directions_",
+        "covariance_difference_",
+        "_stream",
+    )
 
     def __init__(
         self,
@@ -795,6 +812,8 @@ class StreamingFairPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEs
         if not grouped:
             missing_groups(self, "streaming PCA with no unfair directions", method="partial_fit")
         first = not hasattr(self, "_stream")
+        if first:
+            self._check_not_compacted(needed="group_means_")
         if first and self.solver != "power":
             raise ValueError("partial_fit is the power method; use solver='power'.")
         # After fit: continue from the fitted model, with its features.
@@ -881,13 +900,17 @@ class StreamingFairPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEs
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : array-like, Dask array or DataFrame of shape (n_samples, n_features)
+            Dask input gives a lazy result of the same kind.
 
         Returns
         -------
         Z : ndarray of shape (n_samples, n_components)
         """
         self._check_fitted()
+        if _is_dask_collection(X):
+            names = self.get_feature_names_out()
+            return lazy_rows(self, "transform", X, self.components_.shape[0], names)
         X = check_estimator_data(self, X, reset=False)
         return X @ self.components_.T - self.mean_ @ self.components_.T
 
@@ -896,13 +919,17 @@ class StreamingFairPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEs
 
         Parameters
         ----------
-        Z : array-like of shape (n_samples, n_components)
+        Z : array-like, Dask array or DataFrame of shape (n_samples, n_components)
+            Dask input gives a lazy result of the same kind.
 
         Returns
         -------
         X : ndarray of shape (n_samples, n_features)
         """
         self._check_fitted()
+        if _is_dask_collection(Z):
+            names = getattr(self, "feature_names_in_", None)
+            return lazy_rows(self, "inverse_transform", Z, self.n_features_in_, names)
         Z = check_data(Z, "Z")
         if Z.shape[1] != self.components_.shape[0]:
             raise ValueError(
