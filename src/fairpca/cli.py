@@ -23,6 +23,7 @@ except ImportError as exc:  # pragma: no cover - depends on environment
     raise ImportError('the fairpca command line needs click: pip install "fairpca[cli]"') from exc
 
 from fairpca._cli_output import check_output, say, staged, write_compare, write_tradeoff
+from fairpca.compare import WORSE_OFF_COLUMN
 from fairpca.experiments import LEE2022_DATASETS, VU2022_DATASETS
 from fairpca.tradeoff import FAIRNESS_METRICS, QUALITY
 
@@ -553,7 +554,7 @@ def tradeoff(metrics, n_bootstrap, n_jobs, output, force, **data_options):
     except (ValueError, TypeError) as exc:
         raise click.UsageError(str(exc)) from exc
     table = _curve_table(curve)
-    click.echo(_with_intervals(table, [QUALITY, *curve.attrs["metrics"]]).to_string())
+    say(_with_intervals(table, [QUALITY, *curve.attrs["metrics"]]).to_string())
     failed = curve[curve["error"].notna()]
     for method, setting, reason in failed[["method", "setting", "error"]].itertuples(index=False):
         click.echo(f"Failed: {f'{method} {setting}'.strip()}: {reason}", err=True)
@@ -578,7 +579,7 @@ def _curve_table(curve):
 
 def _with_intervals(table, columns):
     """Each column as ``estimate [low, high]`` text, and whether the row is on the frontier."""
-    shown = table[["on_frontier"]].copy()
+    shown = table[[c for c in ("on_frontier", WORSE_OFF_COLUMN) if c in table]].copy()
     for column in columns:
         shown[column] = [
             "failed" if np.isnan(v) else f"{v:.4g} [{lo:.4g}, {hi:.4g}]"

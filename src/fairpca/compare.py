@@ -28,7 +28,7 @@ from numpy.typing import ArrayLike
 from scipy import sparse
 
 from fairpca._base import package_log_handler
-from fairpca._registry import ESTIMATORS, all_estimators
+from fairpca._registry import all_estimators
 from fairpca._split import Split
 from fairpca._validation import DataTooWideError
 from fairpca.table import is_numeric_column as _is_numeric
@@ -128,21 +128,22 @@ def make_methods(
     """Every method to compare at its default hyper-parameters, keyed by display name.
 
     Group-blind :class:`sklearn.decomposition.PCA` comes first as the
-    reference, then every estimator of :func:`fairpca.all_estimators` and
-    :class:`~fairpca.StreamingFairPCA` (the only one that fits data too wide
-    for dense ``p x p`` moments; the others then refuse, naming it), then
-    :class:`~fairpca.FairKernelPCA` and :class:`~fairpca.LinearErasure` (left
-    out with ``projections_only``: they are not linear projections with a
-    rank-``d`` reconstruction; LinearErasure keeps every feature and has no
-    ``n_components``). ``names`` keeps only the listed methods (PCA, the
+    reference, then the linear projections of :func:`fairpca.all_estimators`
+    (with :class:`~fairpca.StreamingFairPCA`, the only one that fits data too
+    wide for dense ``p x p`` moments; the others then refuse, naming it), then
+    the fair transformers that are not (:class:`~fairpca.FairKernelPCA`,
+    :class:`~fairpca.LinearErasure`; left out with ``projections_only``: they
+    have no rank-``d`` reconstruction, and LinearErasure keeps every feature
+    and has no ``n_components``). ``names`` keeps only the listed methods (PCA, the
     reference, always stays); an unknown name is a ``ValueError`` listing the
     valid ones.
     """
     from sklearn.decomposition import PCA
 
-    classes = [*all_estimators(), *_wide_data_estimators()]
+    classes = all_estimators(linear_projection=True)
+    others = all_estimators(linear_projection=False)
     if not projections_only:
-        classes += _other_fair_transformers()
+        classes += others
     methods = {"PCA": PCA(n_components=n_components, random_state=random_state)}
     for cls in classes:
         params = cls().get_params()
@@ -152,21 +153,11 @@ def make_methods(
         methods[cls.__name__] = cls(**kwargs)
     if names is None:
         return methods
-    valid = [*methods, *(["FairKernelPCA", "LinearErasure"] if projections_only else [])]
+    valid = [*methods, *(cls.__name__ for cls in others if projections_only)]
     unknown = [name for name in names if name not in valid]
     if unknown:
         raise ValueError(f"unknown method(s) {unknown}; choose from {', '.join(valid)}.")
     return {name: est for name, est in methods.items() if name == "PCA" or name in names}
-
-
-def _wide_data_estimators():
-    """The fair projections that fit data too wide for dense ``p x p`` moments."""
-    return [ESTIMATORS["StreamingFairPCA"]]
-
-
-def _other_fair_transformers():
-    """The fair transformers besides the projections of :func:`fairpca.all_estimators`."""
-    return [ESTIMATORS["FairKernelPCA"], ESTIMATORS["LinearErasure"]]
 
 
 def _fit(estimator, X, s, y):
