@@ -13,9 +13,9 @@ from fairpca.experiments.papers import vu2022 as vu_module
 
 def test_recorded_values_average_to_the_papers_table():
     # Lee et al.'s per-split files against the paper's printed mean ± SD (an independent
-    # source): each cell's mean and SD over the ten splits agree with the printed ones to
-    # their last digit (one of the 56 means, Adult MbF-PCA d = 10 %VAR, is 18.70496 against
-    # a printed 18.71: within one unit, not half).
+    # source): each cell's mean and SD over the ten splits agree with the printed ones
+    # within one unit of the last printed digit (one of the 56 means, Adult MbF-PCA d = 10
+    # %VAR, is 18.70496 against a printed 18.71: within one unit, not half).
     recorded = experiments.Reproductions(experiments.TARGETS).authors_splits("lee2022-table1")
     # Five rows of Table 1 for three data sets, two metrics, ten splits, less German credit's
     # FPCA (0, 0.01) at d = 10, whose recorded %VAR averages 29.74 where the paper prints
