@@ -7,6 +7,7 @@ import pytest
 from sklearn.exceptions import ConvergenceWarning
 
 import fairpca._pareto_descent as descent
+import fairpca._pareto_objectives as _pareto_objectives
 import fairpca.pareto as pareto
 from fairpca import ParetoFairPCA
 from fairpca.datasets import make_gaussian_groups
@@ -36,7 +37,7 @@ def three_groups(seed=5, n=600, p=8):
 
 def rayleigh_objective(A):
     """The single objective ``1 - tr(U^T A U)`` as an ``_Objectives``."""
-    return pareto._Objectives(
+    return _pareto_objectives._Objectives(
         A[None], np.ones((1, 1)), np.ones(1), np.ones(1), ("linear",), 0.0, ("loss",), (0,)
     )
 

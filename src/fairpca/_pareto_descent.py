@@ -6,7 +6,7 @@ minimum-norm point of the convex hull of the normalised Riemannian gradients
 :math:`\hat G_i` (eq. (17); Fliege & Svaiter, 2000), and an Armijo step
 (eq. (16)) along the polar retraction that every objective must pass. The
 objectives themselves (values, gradients, rounding floors) live in
-:mod:`fairpca.pareto`; this module only needs their ``arguments``,
+:mod:`fairpca._pareto_objectives`; this module only needs their ``arguments``,
 ``penalties``, ``evaluate`` and ``gradient_floors`` methods and their
 ``alpha_d`` and ``family`` attributes. The texts of the estimator's warnings are at the end.
 
@@ -566,7 +566,7 @@ def _worse_off_message(est, worse, references, factor, floor):
     """The ``UserWarning`` naming the groups whose per-row loss rose beyond the factor.
 
     ``references``: each group's PCA loss, raised to at least ``floor`` times the
-    groups' mean PCA loss (``fairpca.pareto._worse_off_limits``).
+    groups' mean PCA loss (``fairpca._pareto_objectives._worse_off_limits``).
     """
     parts = []
     for a in np.flatnonzero(worse):
