@@ -26,16 +26,18 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 from numpy.typing import ArrayLike
 
-from fairpca.compare import (
+from fairpca._group_outcomes import (
     WORSE_OFF_COLUMN,
+    group_scales,
+    judge_against_reference,
+    worse_off_groups,
+)
+from fairpca.compare import (
     as_input_for,
     failure_reason,
     fit_method,
-    group_scales,
-    judge_against_reference,
     make_methods,
     make_split,
-    worse_off_groups,
 )
 
 if TYPE_CHECKING:
@@ -352,7 +354,7 @@ def group_outcomes(curve: pd.DataFrame, reference: str = "PCA") -> pd.DataFrame:
     pandas.DataFrame
         One row per (method, setting, group) of the settings that were
         fitted: ``method``, ``setting``, ``group`` and
-        :data:`fairpca.compare.GROUP_OUTCOME_COLUMNS`.
+        :data:`fairpca._group_outcomes.GROUP_OUTCOME_COLUMNS`.
     """
     import pandas as pd
 
