@@ -165,6 +165,39 @@ def test_feature_moments_of_a_wide_feature_map_are_refused():
         check_feature_moments(200_000, 2, "FairKernelPCA", "n_random_features=100000")
 
 
+def test_kernel_pca_refuses_a_huge_random_feature_map_before_building_it(monkeypatch):
+    from sklearn.exceptions import NotFittedError
+    from sklearn.utils.validation import check_is_fitted
+
+    import fairpca.kernel_pca as kernel_pca
+
+    def fail(*args, **kwargs):
+        raise AssertionError("the frequencies were drawn before the moment check")
+
+    X, s = _groups(2, 4, rows_per_group=20)
+    est = fairpca.FairKernelPCA(n_components=2, method="approx", n_random_features=10**5)
+    with monkeypatch.context() as patch:
+        patch.setattr(kernel_pca, "_qmc_frequencies", fail)
+        with pytest.raises(ValueError, match="n_random_features=100000") as info:
+            est.fit(X, sensitive_features=s)
+    assert isinstance(info.value, DataTooWideError)
+    with pytest.raises(NotFittedError):
+        check_is_fitted(est)
+    assert not hasattr(est, "method_")
+    # The exact solution builds no feature map: the same setting fits.
+    exact = fairpca.FairKernelPCA(n_components=2, method="exact", n_random_features=10**5)
+    assert exact.fit(X, sensitive_features=s).transform(X).shape == (40, 2)
+
+
+def test_kernel_pca_on_dask_refuses_a_huge_random_feature_map():
+    da = pytest.importorskip("dask.array")
+    X, s = _groups(2, 4, rows_per_group=20)
+    est = fairpca.FairKernelPCA(n_components=2, n_random_features=10**5)
+    with pytest.raises(ValueError, match="n_random_features=100000"):
+        est.fit(da.from_array(X, chunks=10), sensitive_features=da.from_array(s, chunks=10))
+    assert not hasattr(est, "method_")
+
+
 # ------------------------------------------------------------------ exact MMD²
 def test_exact_mmd_on_too_many_rows_is_refused_with_the_alternatives(monkeypatch):
     import fairpca._mmd_objective as objective

@@ -85,7 +85,13 @@ from fairpca._dask import (
     _is_dask_collection,
     lazy_rows,
 )
-from fairpca._kernels import _bandwidth_rows, _median_bandwidth, _qmc_frequencies, _rff_features
+from fairpca._kernels import (
+    _bandwidth_rows,
+    _median_bandwidth,
+    _qmc_frequencies,
+    _rff_features,
+    check_feature_moments,
+)
 from fairpca._linalg import top_eigh
 from fairpca._mixins import FairpcaMixin
 from fairpca._validation import (
@@ -599,6 +605,7 @@ class FairKernelPCA(FairpcaMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
         self._resolve_kernel(gamma, X.mean(axis=0))
         if method == "exact":
             return self._fit_exact(X, codes, counts, d, seeds[2])
+        self._check_feature_moments(n, k)
         fmap = self._feature_map(n, self.centre_, X.__getitem__, seeds[1])
         label_set = np.zeros(1, dtype=np.intp) if groups is None else np.arange(len(groups))
         moments = None
@@ -650,6 +657,7 @@ class FairKernelPCA(FairpcaMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
         self.group_counts_ = moments.counts if labels is not None else None
         gamma = self._kernel_gamma(n, X.shape[1], read_rows, seeds[0])
         self._resolve_kernel(gamma, moments.pooled_mean)
+        self._check_feature_moments(n, moments.n_groups)
         fmap = self._feature_map(n, moments.pooled_mean, read_rows, seeds[1])
         features = GroupMoments.from_dask(X, labels, transform=fmap.transform)
         self._solve_approx(fmap, features, d)
@@ -669,6 +677,15 @@ class FairKernelPCA(FairpcaMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
     def _n_approx_features(self, n):
         return (
             2 * self.n_random_features if self.kernel == "rbf" else min(self.n_random_features, n)
+        )
+
+    def _check_feature_moments(self, n, k):
+        """Refuse, before any allocation, a feature map whose moments exceed the budget."""
+        check_feature_moments(
+            self._n_approx_features(n),
+            k,
+            "FairKernelPCA",
+            f"n_random_features={self.n_random_features}",
         )
 
     def _feature_map(self, n, mean, read_rows, seed):
