@@ -13,12 +13,6 @@ rather than silently dropped.
 
 from __future__ import annotations
 
-import inspect
-import logging
-import multiprocessing
-import sys
-import time
-import warnings
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -27,11 +21,18 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import sparse
 
-from fairpca._base import package_log_handler
+from fairpca._fitting import (
+    FitOutcome,
+    as_input_for,
+    failure_reason,
+    fit_method,
+    fit_methods,
+)
+from fairpca._fitting import check_time_budget as _check_budget
+from fairpca._fitting import fit_estimator as _fit  # noqa: F401 - the old private name
 from fairpca._group_outcomes import WORSE_OFF_COLUMN, group_outcomes, worse_off_groups
 from fairpca._registry import all_estimators
 from fairpca._split import Split
-from fairpca._validation import DataTooWideError
 from fairpca.table import is_numeric_column as _is_numeric
 
 if TYPE_CHECKING:
@@ -48,6 +49,7 @@ __all__ = [
     "every_method_table",
     "failure_reason",
     "fit_method",
+    "fit_methods",
     "make_methods",
     "make_split",
     "noisy_groups",
@@ -161,184 +163,6 @@ def make_methods(
     return {name: est for name, est in methods.items() if name == "PCA" or name in names}
 
 
-def _fit(estimator, X, s, y):
-    """Fit ``estimator``: with the groups when its ``fit`` takes them, else on ``X`` alone.
-
-    Sparse ``X`` is densified only for an estimator whose scikit-learn tags
-    say it does not take sparse input (one that reads every row).
-    """
-    X = as_input_for(estimator, X)
-    if "sensitive_features" not in inspect.signature(estimator.fit).parameters:
-        return estimator.fit(X)
-    return estimator.fit(X, y, sensitive_features=s)
-
-
-class _LogLines(logging.Handler):
-    """Pass each INFO line of the ``fairpca.*`` loggers (solver progress) to ``callback``."""
-
-    def __init__(self, callback):
-        super().__init__(logging.INFO)
-        self.callback = callback
-
-    def emit(self, record):
-        self.callback(record.getMessage())
-
-
-def as_input_for(estimator: BaseEstimator, X: ArrayLike) -> ArrayLike:
-    """``X``, densified only if it is sparse and ``estimator``'s tags refuse sparse input."""
-    from sklearn.utils import get_tags
-
-    if sparse.issparse(X) and not get_tags(estimator).input_tags.sparse:
-        return X.toarray()
-    return X
-
-
-def _fit_in_child(connection, estimator, X, s, y):
-    """Child-process body: fit, then send back the estimator and its warnings (or the error)."""
-    with (
-        warnings.catch_warnings(record=True) as caught,
-        package_log_handler(_LogLines(lambda line: connection.send(("progress", line, [])))),
-    ):
-        warnings.simplefilter("always")
-        try:
-            result = ("ok", _fit(estimator, X, s, y))
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the parent
-            result = ("error", exc)
-    connection.send((*result, [(w.category, str(w.message)) for w in caught]))
-    connection.close()
-
-
-def _fit_with_budget(estimator, X, s, y, budget, progress=None):
-    """The fitted estimator, or None when the fit did not end within ``budget`` seconds.
-
-    The fit runs in a child process (forked where the platform allows, so that
-    classes defined at run time pickle), which is terminated at the budget.
-    The solvers' progress lines are passed to ``progress`` as they arrive;
-    warnings raised in the child are re-issued here; an exception is re-raised.
-    """
-    method = "fork" if sys.platform.startswith("linux") else "spawn"
-    context = multiprocessing.get_context(method)
-    receiver, sender = context.Pipe(duplex=False)
-    child = context.Process(target=_fit_in_child, args=(sender, estimator, X, s, y), daemon=True)
-    child.start()
-    sender.close()
-    deadline = time.monotonic() + budget
-    try:
-        while True:
-            if not receiver.poll(max(deadline - time.monotonic(), 0.0)):
-                return None
-            status, value, caught = receiver.recv()
-            if status != "progress":
-                break
-            if progress is not None:
-                progress(value)
-    except EOFError:  # the child died without answering (killed, out of memory)
-        raise RuntimeError(f"the child process fitting {type(estimator).__name__} died") from None
-    finally:
-        if child.is_alive():
-            child.terminate()
-        child.join()
-        receiver.close()
-    for category, message in caught:
-        warnings.warn(message, category, stacklevel=3)
-    if status == "error":
-        raise value
-    return value
-
-
-def _check_budget(time_budget):
-    if time_budget is None:
-        return None
-    if isinstance(time_budget, bool) or not isinstance(time_budget, int | float):
-        raise TypeError(f"time_budget must be a number of seconds or None, got {time_budget!r}.")
-    if not np.isfinite(time_budget) or time_budget <= 0:
-        raise ValueError(f"time_budget must be a positive number of seconds, got {time_budget}.")
-    return float(time_budget)
-
-
-#: Longest reason kept for a failed method (its exception's first line).
-_MAX_REASON = 300
-
-
-def failure_reason(exc: BaseException) -> str:
-    """One line saying why a fit failed: the exception's type and first line."""
-    lines = str(exc).strip().splitlines()
-    text = f"{type(exc).__name__}: {lines[0] if lines else 'no message'}"
-    return text if len(text) <= _MAX_REASON else text[: _MAX_REASON - 3] + "..."
-
-
-@dataclass
-class FitOutcome:
-    """How the fit of one method ended.
-
-    Attributes
-    ----------
-    status : {"fitted", "failed", "stopped", "unavailable"}
-        Fitted; raised (``reason`` says why); stopped at the time budget; or
-        could not run here (a missing optional dependency, data too wide for
-        its dense moments).
-    estimator : estimator or None
-        The fitted estimator when ``status == "fitted"``.
-    reason : str
-        One line: why it is not fitted ("" when it is).
-    seconds : float
-        Wall-clock seconds the fit took (also when it failed).
-    cpu_seconds : float
-        CPU seconds of this process during the fit, every thread counted (NaN
-        when the fit ran in a child process under a time budget).
-    """
-
-    status: Literal["fitted", "failed", "stopped", "unavailable"]
-    estimator: Any = None
-    reason: str = ""
-    seconds: float = float("nan")
-    cpu_seconds: float = float("nan")
-
-
-def fit_method(
-    estimator: BaseEstimator,
-    split: Split,
-    *,
-    time_budget: float | None = None,
-    progress: Callable[[str], object] | None = None,
-    label: str = "",
-) -> FitOutcome:
-    """Fit one method on a split's training part; a failure is an outcome, not an error.
-
-    The estimator is fitted with the training groups (and target) when its
-    ``fit`` takes ``sensitive_features``, else on ``X`` alone (PCA). Any
-    exception (a solver failure, refused input, memory) is caught and
-    recorded as ``"failed"`` with its one-line reason; a missing optional
-    dependency or data too wide for dense moments as ``"unavailable"``; a fit
-    past ``time_budget`` seconds (run in a child process) as ``"stopped"``.
-    ``progress`` receives the solvers' own progress lines during the fit,
-    prefixed with ``label``. ``KeyboardInterrupt`` is not caught.
-    """
-    start, cpu_start = time.perf_counter(), time.process_time()
-    args = (estimator, split.X_train, split.s_train, split.y_train)
-
-    def outcome(status, **kwargs):
-        cpu = time.process_time() - cpu_start if time_budget is None else float("nan")
-        return FitOutcome(status, seconds=time.perf_counter() - start, cpu_seconds=cpu, **kwargs)
-
-    forward = None if progress is None else (lambda line: progress(f"{label} {line}"))
-    try:
-        if time_budget is not None:
-            fitted = _fit_with_budget(*args, time_budget, forward)
-        elif forward is None:
-            fitted = _fit(*args)
-        else:
-            with package_log_handler(_LogLines(forward)):
-                fitted = _fit(*args)
-    except (ImportError, DataTooWideError) as exc:
-        return outcome("unavailable", reason=str(exc))
-    except Exception as exc:  # noqa: BLE001 - one method's failure never ends the comparison
-        return outcome("failed", reason=failure_reason(exc))
-    if fitted is None:
-        return outcome("stopped", reason=f"stopped at the time budget of {time_budget:g} s")
-    return outcome("fitted", estimator=fitted)
-
-
 def _fit_all(split, n_components, random_state, time_budget, progress, *, refit=False, names=None):
     """Fit every method on the training part, reporting progress per method.
 
@@ -347,23 +171,8 @@ def _fit_all(split, n_components, random_state, time_budget, progress, *, refit=
     projections are left out.
     """
     methods = make_methods(n_components, random_state, projections_only=refit, names=names)
-    outcomes = {}
-    for i, (name, est) in enumerate(methods.items(), start=1):
-        step = f"[{i}/{len(methods)}] {name}" + (f" (d = {n_components})" if refit else "")
-        if progress is not None:
-            progress(f"{step} fitting ...")
-        outcome = fit_method(est, split, time_budget=time_budget, progress=progress, label=step)
-        outcomes[name] = outcome
-        if progress is not None:
-            message = {
-                "fitted": f"done in {outcome.seconds:.2f} s"
-                + ("" if np.isnan(outcome.cpu_seconds) else f" ({outcome.cpu_seconds:.2f} s CPU)"),
-                "failed": f"FAILED after {outcome.seconds:.2f} s ({outcome.reason})",
-                "stopped": outcome.reason,
-                "unavailable": f"not available ({outcome.reason})",
-            }[outcome.status]
-            progress(f"{step} {message}")
-    return outcomes
+    suffix = f" (d = {n_components})" if refit else ""
+    return fit_methods(methods, split, time_budget=time_budget, progress=progress, suffix=suffix)
 
 
 def _binary_or_none(split, progress):

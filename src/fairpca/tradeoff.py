@@ -26,19 +26,14 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 from numpy.typing import ArrayLike
 
+from fairpca._fitting import as_input_for, failure_reason, fit_methods
 from fairpca._group_outcomes import (
     WORSE_OFF_COLUMN,
     group_scales,
     judge_against_reference,
     worse_off_groups,
 )
-from fairpca.compare import (
-    as_input_for,
-    failure_reason,
-    fit_method,
-    make_methods,
-    make_split,
-)
+from fairpca.compare import make_methods, make_split
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -292,7 +287,7 @@ def _fit_and_evaluate(method, label, estimator, split, metrics, bandwidth, optio
 
     row = {"method": method, "setting": label, "estimator": estimator}
     # A setting that raises (infeasible, a solver failure, memory) is a row with its reason.
-    outcome = fit_method(clone(estimator), split)
+    outcome = fit_methods({method: clone(estimator)}, split)[method]
     row["fit_seconds"], row["fit_cpu_seconds"] = outcome.seconds, outcome.cpu_seconds
     if outcome.status != "fitted":
         row["error"] = outcome.reason

@@ -25,12 +25,17 @@ import os
 import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+
+from fairpca._fitting import fit_methods
+from fairpca._registry import ESTIMATORS
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -158,8 +163,6 @@ class Reproduction:
 
 def estimator(name, **params):
     """A fairpca estimator by class name, or None when it is not in this installation."""
-    from fairpca._registry import ESTIMATORS
-
     cls = ESTIMATORS.get(name)
     return None if cls is None else cls(**params)
 
@@ -177,49 +180,43 @@ def record(dataset, method, setting, d, split, metric, value):
     }
 
 
-def _fit(est, data, X=None, s=None):
-    X = data.X_train if X is None else X
-    s = data.s_train if s is None else s
-    with warnings.catch_warnings():
-        # Reduced iteration budgets are expected to stop early in quick mode.
-        from sklearn.exceptions import ConvergenceWarning
-
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        if hasattr(est, "_fit_components"):
-            return est.fit(X, sensitive_features=s)
-        return est.fit(X)
-
-
-#: (method, setting, seconds) of every fit of the unit of work running in this process;
-#: :func:`_run_unit` empties it before a unit and returns what the unit added.
-_FIT_SECONDS = []
+#: ``(method, setting, seconds)`` of every fit of the unit of work running in this
+#: context: :func:`_run_unit` gives each unit its own list (None outside a unit).
+_UNIT_FITS: ContextVar[list | None] = ContextVar("_UNIT_FITS", default=None)
 
 
 def fit_models(models, data, unavailable, seconds=None):
-    """Fit each ``(*key, estimator)`` entry and yield those that ran.
+    """Fit each ``(*key, estimator)`` entry on ``data``'s training part and yield those that ran.
 
-    A method missing from this installation (``None``) or lacking an optional
-    dependency is recorded in ``unavailable`` and skipped. The wall-clock
-    duration of each fit is reported with the unit's records (see
-    :func:`execute`); when ``seconds`` is a dict it is also stored there
-    under the entry's key.
+    Each entry is fitted by :func:`fairpca._fitting.fit_methods` (a fair method
+    with the groups, PCA without), one at a time as the caller asks for the
+    next. A method missing from this installation (``None``) or lacking an
+    optional dependency is recorded in ``unavailable`` and skipped; any other
+    exception of a fit is raised (a reproduction does not hide a failure).
+    The solvers' ``ConvergenceWarning`` is silenced: reduced iteration budgets
+    are expected to stop early in quick mode. The wall-clock duration of each
+    fit is reported with the unit's records (see :func:`execute`); when
+    ``seconds`` is a dict it is also stored there under the entry's key.
     """
     for *key, est in models:
         method = key[0]
         if est is None:
             unavailable.setdefault(method, "not in this installation of fairpca")
             continue
-        start = time.perf_counter()
-        try:
-            _fit(est, data)
-        except ImportError as exc:
-            unavailable.setdefault(method, str(exc))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            outcome = fit_methods({tuple(key): est}, data)[tuple(key)]
+        if outcome.status == "unavailable" and isinstance(outcome.error, ImportError):
+            unavailable.setdefault(method, str(outcome.error))
             continue
-        elapsed = time.perf_counter() - start
-        _FIT_SECONDS.append((method, key[1] if len(key) > 1 else "", elapsed))
+        if outcome.error is not None:
+            raise outcome.error
+        fits = _UNIT_FITS.get()
+        if fits is not None:
+            fits.append((method, key[1] if len(key) > 1 else "", outcome.seconds))
         if seconds is not None:
-            seconds[tuple(key)] = elapsed
-        yield (*key, est)
+            seconds[tuple(key)] = outcome.seconds
+        yield (*key, outcome.estimator)
 
 
 def setting_value(setting):
@@ -273,9 +270,13 @@ def execute(
 
 
 def _run_unit(job, unavailable):
-    _FIT_SECONDS.clear()
-    records = job()
-    return records, dict(unavailable), list(_FIT_SECONDS)
+    fits = []
+    token = _UNIT_FITS.set(fits)
+    try:
+        records = job()
+    finally:
+        _UNIT_FITS.reset(token)
+    return records, dict(unavailable), fits
 
 
 #: Decimals the papers print a metric with, where not 2 (Lee et al.'s MMD²).

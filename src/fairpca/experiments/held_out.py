@@ -11,10 +11,9 @@ demographic-parity gap of a logistic regression of the target.
 Adult with its own train/test files and the sex x race intersections.
 """
 
-import inspect
-
 import numpy as np
 
+from fairpca._fitting import fit_estimator
 from fairpca.datasets._real import load_adult
 from fairpca.experiments._split import Split, one_hot, standardise
 
@@ -95,8 +94,9 @@ def linear_guarantee_report(estimators, split):
     Parameters
     ----------
     estimators : dict of str to estimator
-        Unfitted transformers; one whose ``fit`` has no ``sensitive_features``
-        parameter (e.g. :class:`sklearn.decomposition.PCA`) is fitted group-blind.
+        Unfitted transformers; a fair method (the estimator registry's rule,
+        :func:`fairpca._fitting.takes_groups`) is fitted with the groups, any
+        other (e.g. :class:`sklearn.decomposition.PCA`) group-blind.
     split : Split
         Data with a binary target.
 
@@ -118,10 +118,7 @@ def linear_guarantee_report(estimators, split):
     labels = np.unique(g_train)
     rows = []
     for name, estimator in estimators.items():
-        if "sensitive_features" in inspect.signature(estimator.fit).parameters:
-            estimator.fit(split.X_train, sensitive_features=split.s_train)
-        else:
-            estimator.fit(split.X_train)
+        fit_estimator(estimator, split.X_train, split.s_train)
         Z_train, Z_test = estimator.transform(split.X_train), estimator.transform(split.X_test)
         group_model = LogisticRegression(max_iter=1000).fit(Z_train, g_train)
         accuracy = balanced_accuracy_score(g_test, group_model.predict(Z_test))
