@@ -10,9 +10,9 @@ import numbers
 import numpy as np
 from sklearn.model_selection import train_test_split
 
-from fairpca._split import Split
+from fairpca.datasets._split import Split, make_split
 
-__all__ = ["N_SPLITS", "Split"]
+__all__ = ["N_SPLITS", "Split", "make_split"]
 
 #: Number of train/test splits Lee et al. and Vu et al. average over: ``split`` in
 #: ``range(N_SPLITS)``. Any larger ``split`` draws a further split by the same rules (it is the

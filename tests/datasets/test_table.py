@@ -4,7 +4,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fairpca.table import MIN_TEXT_LEVELS, choose_columns, read_table
+from fairpca.datasets import choose_columns, read_table
+from fairpca.datasets._table import MIN_TEXT_LEVELS
 
 
 def _raw_table(n=400, seed=0):
@@ -165,3 +166,31 @@ def test_numeric_sensitive_column_cut_into_bins(raw_csv):
     table = read_table(path, "age", bins=4)
     assert len(np.unique(table.groups)) == 4
     assert "groups: 'age' cut into 4 quantile bins" in table.notes
+
+
+def test_the_former_module_is_an_alias():
+    import fairpca.table
+
+    assert fairpca.table.read_table is read_table
+    assert fairpca.table.choose_columns is choose_columns
+
+
+def test_constant_and_empty_columns_are_named_and_left_out(tmp_path):
+    path = tmp_path / "t.csv"
+    pd.DataFrame(
+        {
+            "g": ["a", "b"] * 20,
+            "x": np.arange(40.0) % 7,
+            "same": 3.0,
+            "blank": np.nan,
+            "y": [0, 1, 1, 0] * 10,
+        }
+    ).to_csv(path, index=False)
+    table = read_table(path, "g", "y", drop=None)
+    assert list(table.features.columns) == ["x"]
+    assert any(
+        "one value only: same" in n and "every value missing: blank" in n for n in table.notes
+    )
+    assert table.positive_class == 1 and table.target.tolist() == [0, 1, 1, 0] * 10
+    with pytest.raises(ValueError, match="no feature columns besides the named ones"):
+        read_table(path, "g", "y", drop=["x"])
