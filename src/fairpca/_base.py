@@ -21,10 +21,6 @@ refuse it with a ``TypeError``. ``transform`` never densifies sparse ``X``.
 
 from __future__ import annotations
 
-import contextlib
-import functools
-import logging
-import sys
 from abc import ABCMeta, abstractmethod
 from typing import Self
 
@@ -36,206 +32,32 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from fairpca._config import check_require_groups, missing_groups
-from fairpca._dask import (
-    _dask_labels,
-    _dask_rows,
-    _import_dask,
-    _is_dask_collection,
-    lazy_rows,
+from fairpca._dask import _dask_rows, _import_dask, _is_dask_collection, lazy_rows
+from fairpca._front_door import (
+    _single_group_moments,
+    attribute_moments,
+    attribute_moments_dask,
+    forget_fit,
+    moments_problem,
+    record_dask_features,
+    transactional,
 )
+from fairpca._front_door import package_log_handler as package_log_handler
 from fairpca._linalg import flip_signs, top_eigh
 from fairpca._mixins import FairpcaMixin
 from fairpca._sparse import SPARSE_FORMATS, centred_product, issparse
 from fairpca._validation import (
-    _check_group_sizes,
-    _check_n_groups,
-    check_covariates,
     check_data,
     check_estimator_data,
     check_n_components,
     check_sample_weight,
-    check_sensitive_features,
     check_width,
     components_for_fraction,
-    split_sensitive_features,
 )
 from fairpca._warnings import warn
 from fairpca.moments import _MAX_CANCELLATION, GroupMoments
 
 __all__ = ["FairPCABase"]
-
-
-@contextlib.contextmanager
-def verbose_output(estimator):
-    """While ``estimator`` fits with ``verbose > 0``, print the package's progress to stderr.
-
-    The methods report progress on the ``fairpca.*`` loggers at INFO level. As
-    scikit-learn estimators print when verbose, a handler writing plain lines
-    to stderr is attached for the duration of the fit, unless logging is
-    configured already (a handler on the root or the ``fairpca`` logger), in
-    which case the messages go there.
-    """
-    package = logging.getLogger("fairpca")
-    if not getattr(estimator, "verbose", 0) or package.handlers or logging.getLogger().handlers:
-        yield
-        return
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(message)s"))
-    with package_log_handler(handler):
-        yield
-
-
-@contextlib.contextmanager
-def package_log_handler(handler):
-    """Send the ``fairpca.*`` loggers' INFO lines (solver progress) to ``handler`` in the block."""
-    package = logging.getLogger("fairpca")
-    level = package.level
-    package.addHandler(handler)
-    package.setLevel(logging.INFO)
-    try:
-        yield
-    finally:
-        package.removeHandler(handler)
-        package.setLevel(level)
-
-
-def transactional(method):
-    """Decorate ``fit``-like methods: if the call raises, the estimator is left as it was.
-
-    Every attribute is put back (a refit deletes and replaces attributes, it
-    does not change arrays in place), so a failed ``fit`` leaves neither a half
-    fitted state nor a stale ``n_features_in_``, and a failed ``partial_fit``
-    keeps the moments and components of the chunks before it. The call also
-    prints progress when the estimator is verbose (:func:`verbose_output`).
-    """
-
-    @functools.wraps(method)
-    def wrapper(self, *args, **kwargs):
-        saved = dict(vars(self))
-        try:
-            with verbose_output(self):
-                return method(self, *args, **kwargs)
-        except BaseException:
-            state = vars(self)
-            state.clear()
-            state.update(saved)
-            raise
-
-    return wrapper
-
-
-def forget_fit(estimator):
-    """Delete every fitted attribute (``name_``), so that a refit keeps none of an earlier fit."""
-    for name in [k for k in vars(estimator) if k.endswith("_") and not k.startswith("_")]:
-        delattr(estimator, name)
-
-
-def attribute_moments(
-    X,
-    sensitive_features,
-    continuous=None,
-    *,
-    min_groups=2,
-    min_group_size=1,
-    weights=None,
-    estimator_name="this fit",
-    groups_held=0,
-):
-    """Group moments of in-memory data whose attribute table may hold continuous columns.
-
-    The categorical columns of ``sensitive_features`` give the groups (their
-    intersections when several); the ``continuous`` ones (see
-    :func:`~fairpca._validation.split_sensitive_features`) are kept as
-    covariates, whose cross-moments with ``X`` the pass accumulates. Without a
-    categorical column all rows form one group, labelled 0. Labels are checked
-    before the pass; whether the covariates vary is checked after it by
-    :func:`moments_problem`.
-
-    ``weights`` are validated sample weights (or None). Once the number ``k``
-    of groups is known, and before the pass, the ``k + 1`` dense ``p x p``
-    matrices it leads to (plus ``groups_held`` already held, e.g. by
-    ``partial_fit`` merging into earlier moments) are checked against the
-    memory budget (:func:`~fairpca._validation.check_width`, naming
-    ``estimator_name``).
-
-    Returns
-    -------
-    moments : GroupMoments
-    codes : ndarray of shape (n_samples,)
-        Group code of each row.
-    covariate_names : list of str or None
-    """
-    n_samples = X.shape[0]
-    categorical, covariates, names = split_sensitive_features(sensitive_features, continuous)
-    if covariates is not None:
-        covariates = check_covariates(covariates, n_samples, names)
-        min_groups = 1
-    if categorical is None:
-        groups, codes = np.array([0]), np.zeros(n_samples, dtype=np.intp)
-    else:
-        groups, codes = check_sensitive_features(
-            categorical, n_samples, min_groups=min_groups, min_group_size=min_group_size
-        )
-    width = X.shape[1] + (0 if covariates is None else covariates.shape[1])
-    check_width(width, estimator_name, n_groups=len(groups) + groups_held)
-    return GroupMoments._from_codes(X, codes, groups, covariates, weights), codes, names
-
-
-def attribute_moments_dask(X, sensitive_features, continuous, da):
-    """As :func:`attribute_moments` for Dask input: ``(moments, labels, covariate_names)``.
-
-    ``X`` has whole rows per block; ``labels`` are the categorical labels lined
-    up with its blocks (None when every attribute is continuous).
-    """
-    categorical, covariates, names = split_sensitive_features(sensitive_features, continuous)
-    labels = None if categorical is None else _dask_labels(categorical, X, da)
-    moments = GroupMoments.from_dask(X, labels, covariates)
-    return moments, labels, names
-
-
-def moments_problem(moments, covariate_names=None, min_group_size=1):
-    """Why ``moments`` cannot define a fair projection, or None when they can.
-
-    A fair projection needs rows that are not all equal, two groups (or one
-    group and continuous attributes that vary), and ``min_group_size`` rows in
-    every group.
-    """
-    if not np.trace(moments.covariance()) > 0:
-        return (
-            "X has zero variance (every row is the same): every projection keeps the same "
-            "(zero) variance, so no fair projection is defined."
-        )
-    try:
-        if moments.n_covariates == 0:
-            _check_n_groups(moments.groups)
-        _check_group_sizes(moments.groups, moments.counts, min_group_size)
-    except ValueError as exc:
-        return str(exc)
-    if moments.n_covariates:
-        _, cov_zz = moments.cross_covariance()
-        pooled = moments.proportions @ moments.covariate_means
-        spread = np.sqrt(np.maximum(np.diag(cov_zz), 0.0))
-        constant = spread <= 1e-12 * np.abs(pooled)
-        if constant.any():
-            names = covariate_names or [str(j) for j in range(moments.n_covariates)]
-            listed = ", ".join(repr(n) for n, c in zip(names, constant, strict=True) if c)
-            return (
-                f"continuous sensitive feature(s) {listed} are constant on these rows: "
-                "there is no covariance with them to remove; drop them."
-            )
-    return None
-
-
-def record_dask_features(estimator, n_features, columns):
-    """Set ``n_features_in_`` (and ``feature_names_in_``) of a fit on Dask input.
-
-    Same rule as scikit-learn: names are kept when every column name is a string.
-    """
-    estimator.n_features_in_ = int(n_features)
-    if columns is not None and all(isinstance(c, str) for c in columns):
-        estimator.feature_names_in_ = np.asarray(columns, dtype=object)
-    else:
-        estimator.__dict__.pop("feature_names_in_", None)
 
 
 def _resolve_fraction(d, moments):
@@ -246,12 +68,6 @@ def _resolve_fraction(d, moments):
 def _pooled_scatter(moments):
     """Scatter of all rows around the pooled mean, ``sum_a n_a M_a``, shape (p, p)."""
     return np.einsum("a,aij->ij", moments.counts, moments.second_moment("pooled"))
-
-
-def _single_group_moments(X, weights=None):
-    """Moments of all rows of ``X`` as one group (for group-blind fits)."""
-    codes = np.zeros(X.shape[0], dtype=np.intp)
-    return GroupMoments._from_codes(X, codes, np.array([0]), weights=weights)
 
 
 def _supports_moments_only(estimator):

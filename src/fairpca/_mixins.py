@@ -6,6 +6,10 @@
 - :meth:`FairpcaMixin.compact`: drop what a fitted model knows about the
   groups beyond what ``transform`` needs, before the model is deployed.
 
+- The one front door of ``fit`` and ``partial_fit`` (:class:`fairpca._front_door.FrontDoor`):
+  validation, Dask or memory, weights, sparse input, the no-groups rule and
+  transactional calls, dispatched to each method's solve.
+
 Used by :class:`fairpca.FairPCABase` and by the three estimators that are not
 linear projections of its kind (``LinearErasure``, ``FairKernelPCA``,
 ``StreamingFairPCA``).
@@ -17,6 +21,8 @@ from typing import Self
 
 from sklearn.utils.validation import check_is_fitted
 
+from fairpca._front_door import FrontDoor
+
 __all__ = ["FairpcaMixin"]
 
 #: Where the API reference lives; ``{estimator_name}`` is the class name.
@@ -25,8 +31,8 @@ DOC_LINK_TEMPLATE = (
 )
 
 
-class FairpcaMixin:
-    """Documentation link and :meth:`compact`, shared by the nine estimators.
+class FairpcaMixin(FrontDoor):
+    """Documentation link, :meth:`compact` and the front door, shared by the nine estimators.
 
     A class lists in ``_group_attributes`` its fitted attributes that describe
     the groups (labels, counts, moments, per-group losses or constraint
@@ -82,16 +88,6 @@ class FairpcaMixin:
             if name not in keep:
                 self.__dict__.pop(name, None)
         return self
-
-    def _check_not_compacted(self, fitted="components_", needed="moments_"):
-        """Raise the reason ``partial_fit`` cannot continue after :meth:`compact`."""
-        if hasattr(self, fitted) and not hasattr(self, needed):
-            raise ValueError(
-                f"{type(self).__name__}.partial_fit cannot continue this model: compact() "
-                f"dropped {needed}, the per-group statistics that new rows are merged "
-                "into. Fit again (fit, or partial_fit on every chunk from a new estimator), "
-                "and call compact() after the last chunk."
-            )
 
     def _spread(self):
         """Pooled variance of each feature: from ``moments_``, or kept by :meth:`compact`."""

@@ -45,20 +45,11 @@ from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from fairpca._base import (
-    _single_group_moments,
-    attribute_moments,
-    attribute_moments_dask,
-    moments_problem,
-    record_dask_features,
-    transactional,
-)
-from fairpca._config import check_require_groups, document_require_groups, missing_groups
-from fairpca._dask import _dask_rows, _import_dask, _is_dask_collection, lazy_rows
+from fairpca._config import document_require_groups
+from fairpca._dask import _is_dask_collection, lazy_rows
 from fairpca._mixins import FairpcaMixin
 from fairpca._sparse import SPARSE_FORMATS, add_sparse, centred_product, issparse
-from fairpca._validation import check_estimator_data, check_sample_weight, check_width
-from fairpca._warnings import warn
+from fairpca._validation import check_estimator_data
 from fairpca.mean_matching import (
     _ATTRIBUTE_MODES,
     check_continuous_attributes,
@@ -66,7 +57,7 @@ from fairpca.mean_matching import (
     constraint_columns,
     moments_constraint_bases,
 )
-from fairpca.moments import _MAX_CANCELLATION, GroupMoments
+from fairpca.moments import _MAX_CANCELLATION
 
 __all__ = ["LinearErasure", "leace_map"]
 
@@ -197,7 +188,20 @@ class LinearErasure(FairpcaMixin, OneToOneFeatureMixin, TransformerMixin, BaseEs
         self.continuous_attributes = continuous_attributes
         self.require_groups = require_groups
 
-    @transactional
+    # What the front door (fairpca._front_door) reads: the eraser needs only the
+    # group moments; a group of one row is a group.
+    _supports_dask = True
+    _supports_sparse = True
+    _supports_sample_weight = True
+    _supports_partial_fit = True
+    _fit_min_samples = 1
+    _min_group_size = 1
+    _group_blind_fit = "the identity edit (nothing to erase)"
+    _partial_fit_waits = (
+        "{name}.partial_fit cannot erase from the rows so far: {problem} "
+        "The eraser is the identity until more chunks arrive."
+    )
+
     def fit(
         self,
         X: ArrayLike,
@@ -229,20 +233,9 @@ class LinearErasure(FairpcaMixin, OneToOneFeatureMixin, TransformerMixin, BaseEs
         -------
         self : LinearErasure
         """
-        continuous = self._check_params()
-        grouped = sensitive_features is not None
-        if not grouped:
-            # Before any data is read: refused here, or the identity with the warning.
-            missing_groups(self, "the identity edit (nothing to erase)")
-        moments, names = self._moments(X, sensitive_features, sample_weight, continuous, reset=True)
-        problem = moments_problem(moments, names) if grouped else None
-        if problem:
-            raise ValueError(problem)
-        self._fit_moments(moments, identity=not grouped, grouped=grouped)
-        self._grouped_moments = grouped
+        self._enter_fit(X, y, sensitive_features, sample_weight)
         return self
 
-    @transactional
     def partial_fit(
         self,
         X: ArrayLike,
@@ -257,78 +250,22 @@ class LinearErasure(FairpcaMixin, OneToOneFeatureMixin, TransformerMixin, BaseEs
         rounding. ``sensitive_features`` is given in every call or in none
         (the identity edit, with the rule of :meth:`fit`).
         """
-        continuous = self._check_params()
-        self._check_not_compacted("erasure_")
-        grouped = sensitive_features is not None
-        if not grouped:
-            missing_groups(self, "the identity edit (nothing to erase)", method="partial_fit")
-        first = not hasattr(self, "moments_")
-        if not first and grouped != getattr(self, "_grouped_moments", True):
-            raise ValueError(
-                "sensitive_features must be given in every partial_fit call or in none; "
-                f"earlier calls were {'with' if self._grouped_moments else 'without'} it."
-            )
-        moments, names = self._moments(
-            X, sensitive_features, sample_weight, continuous, reset=first, partial=True
-        )
-        if not first:
-            moments = self.moments_.merge(moments)
-        self._grouped_moments = grouped
-        if not grouped:
-            self._fit_moments(moments, identity=True, grouped=False)
-            return self
-        problem = moments_problem(moments, names)
-        if problem:
-            # Nothing to erase yet: the identity until the chunks define the attribute.
-            warn(
-                f"LinearErasure.partial_fit cannot erase from the rows so far: {problem} "
-                "The eraser is the identity until more chunks arrive.",
-                UserWarning,
-            )
-        self._fit_moments(moments, identity=problem is not None)
+        self._enter_partial_fit(X, y, sensitive_features, sample_weight)
         return self
 
     def _check_params(self):
-        """Validate the parameters before any data is read; return the continuous columns."""
+        """Validate the parameters before any data is read."""
         if self.attributes not in _ATTRIBUTE_MODES:
             raise ValueError(
                 f"attributes must be one of {_ATTRIBUTE_MODES}, got {self.attributes!r}."
             )
-        check_require_groups(self)
+        check_continuous_attributes(self.continuous_attributes)
+
+    def _continuous_columns(self):
         return check_continuous_attributes(self.continuous_attributes)
 
-    def _moments(self, X, sensitive_features, sample_weight, continuous, *, reset, partial=False):
-        """Group moments of ``X`` (one group, labelled 0, without ``sensitive_features``)."""
-        if _is_dask_collection(X) or _is_dask_collection(sensitive_features):
-            if sample_weight is not None:
-                raise TypeError("sample_weight is not supported on Dask input.")
-            _, da = _import_dask("LinearErasure.fit")
-            X, columns = _dask_rows(X, da)
-            if reset:
-                record_dask_features(self, X.shape[1], columns)
-            elif X.shape[1] != self.n_features_in_:
-                raise ValueError(
-                    f"X has {X.shape[1]} features, but LinearErasure was fitted with "
-                    f"{self.n_features_in_}."
-                )
-            if sensitive_features is None:
-                return GroupMoments.from_dask(X, None), None
-            moments, _, names = attribute_moments_dask(X, sensitive_features, continuous, da)
-        else:
-            if reset and len(getattr(X, "shape", ())) == 2:
-                check_width(X.shape[1], "LinearErasure")
-            X = check_estimator_data(
-                self, X, reset=reset, ensure_all_finite=False, accept_sparse=SPARSE_FORMATS
-            )
-            weights = None
-            if sample_weight is not None:
-                weights = check_sample_weight(sample_weight, X.shape[0])
-            if sensitive_features is None:
-                return _single_group_moments(X, weights), None
-            moments, _, names = attribute_moments(
-                X, sensitive_features, continuous, min_groups=1 if partial else 2, weights=weights
-            )
-        return moments, names
+    def _fit_from_moments(self, moments, *, grouped, fair):
+        self._fit_moments(moments, identity=not fair, grouped=grouped)
 
     def _fit_moments(self, moments, identity=False, grouped=True):
         if identity:
@@ -366,8 +303,3 @@ class LinearErasure(FairpcaMixin, OneToOneFeatureMixin, TransformerMixin, BaseEs
         if issparse(X):
             return add_sparse(-removed, X)
         return X - removed
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        return tags

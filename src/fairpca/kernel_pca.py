@@ -75,16 +75,9 @@ from sklearn.metrics.pairwise import pairwise_kernels
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
-from fairpca._base import forget_fit, record_dask_features, transactional
-from fairpca._config import check_require_groups, document_require_groups, missing_groups
-from fairpca._dask import (
-    _dask_labels,
-    _dask_rows,
-    _gather_rows,
-    _import_dask,
-    _is_dask_collection,
-    lazy_rows,
-)
+from fairpca._config import document_require_groups
+from fairpca._dask import _dask_labels, _gather_rows, _is_dask_collection, lazy_rows
+from fairpca._front_door import transactional
 from fairpca._kernels import (
     _bandwidth_rows,
     _median_bandwidth,
@@ -410,6 +403,12 @@ class FairKernelPCA(FairpcaMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
     #: rows ``X_fit_`` themselves; the approximate one keeps none.
     _group_attributes = ("groups_", "group_counts_")
 
+    # What the front door (fairpca._front_door) reads: the rows themselves,
+    # dense; the approximate method on Dask input.
+    _supports_dask = True
+    _holds_moments = False
+    _group_blind_fit = "group-blind kernel PCA"
+
     def __init__(
         self,
         n_components: int = 2,
@@ -456,7 +455,6 @@ class FairKernelPCA(FairpcaMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
         check_number(self.n_random_features, "n_random_features", minimum=1)
         if not isinstance(self.copy_X, bool | np.bool_):
             raise TypeError(f"copy_X must be a bool, got {self.copy_X!r}.")
-        check_require_groups(self)
         return check_number(self.n_components, "n_components", minimum=1)
 
     def _resolve_method(self, n):
@@ -527,7 +525,6 @@ class FairKernelPCA(FairpcaMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
         return X if self.centre_ is None else X - self.centre_
 
     # ------------------------------------------------------------------- fit
-    @transactional
     def fit(
         self,
         X: ArrayLike,
@@ -555,7 +552,7 @@ class FairKernelPCA(FairpcaMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
         self : object
             The fitted estimator. A failed fit leaves it as it was.
         """
-        self._fit(X, sensitive_features)
+        self._enter_fit(X, y, sensitive_features)
         return self
 
     @transactional
@@ -571,20 +568,12 @@ class FairKernelPCA(FairpcaMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
         Exact method: ``K_c alpha`` from the fit itself, equal to
         ``fit(X).transform(X)`` up to rounding.
         """
-        Z = self._fit(X, sensitive_features)
+        Z = self._enter_fit(X, y, sensitive_features)
         return Z if Z is not None else self.transform(X)
 
-    def _fit(self, X, sensitive_features):
-        """Fit; return the training representation (exact) or None (approximate)."""
-        d = self._check_params()
-        if sensitive_features is None:
-            # Before any data is read: refused here, or a group-blind fit with the warning.
-            missing_groups(self, "group-blind kernel PCA")
-        forget_fit(self)
-        if _is_dask_collection(X) or _is_dask_collection(sensitive_features):
-            self._fit_dask(X, sensitive_features, d)
-            return None
-        X = check_estimator_data(self, X, reset=True, min_samples=2)
+    def _fit_in_memory(self, X, y, sensitive_features, weights):
+        """Fit on validated ``X``; return the training representation (exact) or None."""
+        d = int(self.n_components)
         check_magnitude(X)
         n = X.shape[0]
         if sensitive_features is None:
@@ -615,7 +604,7 @@ class FairKernelPCA(FairpcaMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
         self._solve_approx(fmap, moments, d)
         return None
 
-    def _fit_dask(self, X, sensitive_features, d):
+    def _fit_dask(self, X, y, sensitive_features, da):
         """Approximate fit on Dask input: two passes over the blocks, a few thousand rows read.
 
         The first pass gives the group counts and the pooled mean; the rows of
@@ -625,14 +614,13 @@ class FairKernelPCA(FairpcaMixin, ClassNamePrefixFeaturesOutMixin, TransformerMi
         """
         import dask
 
-        _, da = _import_dask("FairKernelPCA.fit")
+        d = int(self.n_components)
         if self.method == "exact":
             raise ValueError(
                 'method="exact" needs the n x n Gram matrix in memory; for Dask input use '
                 'method="approx" (or "auto", which chooses it).'
             )
-        X, columns = _dask_rows(X, da)
-        record_dask_features(self, X.shape[1], columns)
+        X = self._dask_features(X, da)
         labels = None
         if sensitive_features is not None:
             labels = _dask_labels(sensitive_features, X, da)

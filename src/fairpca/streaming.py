@@ -28,9 +28,8 @@ from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
-from fairpca._base import forget_fit, transactional
-from fairpca._config import check_require_groups, document_require_groups, missing_groups
-from fairpca._dask import _import_dask, _is_dask_collection, lazy_rows
+from fairpca._config import document_require_groups
+from fairpca._dask import _is_dask_collection, lazy_rows
 from fairpca._linalg import (
     block_power_iteration,
     flip_signs,
@@ -332,6 +331,14 @@ class StreamingFairPCA(
         "_stream",
     )
 
+    # What the front door (fairpca._front_door) reads: dense rows, read in
+    # blocks (NumPy) or by Dask; partial_fit is the noisy power method.
+    _supports_dask = True
+    _supports_partial_fit = True
+    _holds_moments = False
+    _partial_fit_state = "group_means_"
+    _group_blind_fit = "streaming PCA with no unfair directions"
+
     def __init__(
         self,
         n_components: int = 2,
@@ -358,9 +365,8 @@ class StreamingFairPCA(
         self.require_groups = require_groups
 
     # ------------------------------------------------------------- validation
-    def _check_params(self, n_features, grouped=True):
-        """Validate the parameters; ``unfair_rank`` is not used by a group-blind fit."""
-        check_require_groups(self)
+    def _check_params(self):
+        """Validate the parameters before any data is read."""
         check_number(self.n_components, "n_components", minimum=1)
         check_number(self.unfair_rank, "unfair_rank", minimum=0)
         check_number(self.block_size, "block_size", minimum=1)
@@ -370,6 +376,9 @@ class StreamingFairPCA(
         check_number(self.verbose, "verbose", minimum=0)
         if self.solver not in ("power", "exact"):
             raise ValueError(f"solver must be 'power' or 'exact', got {self.solver!r}.")
+
+    def _check_width_params(self, n_features, grouped=True):
+        """The parameters bounded by the width; ``unfair_rank`` is not used by a group-blind fit."""
         if not grouped and self.n_components >= n_features:
             raise ValueError(
                 f"n_components must be below n_features={n_features}, got {self.n_components}."
@@ -386,47 +395,26 @@ class StreamingFairPCA(
                 "solver='power'."
             )
 
-    def _check_data(self, X, sensitive_features, *, reset):
-        """Validated ``X`` (NumPy, or Dask with one column chunk), groups and codes.
+    def _forget_fit(self):
+        super()._forget_fit()
+        self.__dict__.pop("_stream", None)  # a fit replaces any partial_fit stream
 
-        Without ``sensitive_features`` every row is in one group: ``groups`` is
-        None and ``codes`` are zeros.
-        """
-        if _is_dask_collection(X):
-            _, da = _import_dask("StreamingFairPCA.fit")
-            X = da.asarray(X)
-            if X.ndim != 2:
-                raise ValueError(f"X must be 2-D, got {X.ndim} dimension(s).")
-            if not np.issubdtype(X.dtype, np.number):
-                raise TypeError(f"X must be numeric, got dtype {X.dtype}.")
-            X = X.rechunk({1: -1})
-            if reset:
-                self.n_features_in_ = X.shape[1]
-            elif X.shape[1] != self.n_features_in_:
-                raise ValueError(
-                    f"X has {X.shape[1]} features, but StreamingFairPCA was fitted with "
-                    f"{self.n_features_in_}."
-                )
-            if sensitive_features is None:
-                return X, None, np.zeros(X.shape[0], dtype=np.intp)
-            labels = sensitive_features
-            if _is_dask_collection(labels):
-                labels = labels.compute()
-            groups, codes = check_sensitive_features(
-                labels, X.shape[0], min_groups=2, min_group_size=2
-            )
-            return X, groups, codes
+    def _check_not_compacted(self, fitted="mean_", needed=None):
+        if not hasattr(self, "_stream"):  # a stream carries its own state
+            super()._check_not_compacted(fitted, needed)
+
+    @staticmethod
+    def _groups(sensitive_features, n_samples):
+        """Groups and codes of a fit (None and zeros without ``sensitive_features``)."""
         if sensitive_features is None:
-            X = check_estimator_data(self, X, reset=reset, min_samples=2)
-            return X, None, np.zeros(X.shape[0], dtype=np.intp)
-        X = check_estimator_data(self, X, reset=reset)
-        groups, codes = check_sensitive_features(
-            sensitive_features, X.shape[0], min_groups=2, min_group_size=2
+            return None, np.zeros(n_samples, dtype=np.intp)
+        if _is_dask_collection(sensitive_features):
+            sensitive_features = sensitive_features.compute()
+        return check_sensitive_features(
+            sensitive_features, n_samples, min_groups=2, min_group_size=2
         )
-        return X, groups, codes
 
     # ------------------------------------------------------------- fit
-    @transactional
     def fit(
         self, X: ArrayLike, y: ArrayLike | None = None, *, sensitive_features: ArrayLike = None
     ) -> Self:
@@ -446,16 +434,29 @@ class StreamingFairPCA(
         -------
         self : StreamingFairPCA
         """
-        grouped = sensitive_features is not None
-        check_require_groups(self)
-        if not grouped:
-            # Before any data is read: refused here, or a group-blind fit with the warning.
-            missing_groups(self, "streaming PCA with no unfair directions")
-        forget_fit(self)
-        self.__dict__.pop("_stream", None)  # a fit replaces any partial_fit stream
-        X, groups, codes = self._check_data(X, sensitive_features, reset=True)
+        self._enter_fit(X, y, sensitive_features)
+        return self
+
+    def _fit_in_memory(self, X, y, sensitive_features, weights):
+        groups, codes = self._groups(sensitive_features, X.shape[0])
+        self._fit_blocks(X, groups, codes, sensitive_features is not None)
+
+    def _fit_dask(self, X, y, sensitive_features, da):
+        """Dask ``X`` with one column chunk; the labels are brought into memory."""
+        X = da.asarray(X)
+        if X.ndim != 2:
+            raise ValueError(f"X must be 2-D, got {X.ndim} dimension(s).")
+        if not np.issubdtype(X.dtype, np.number):
+            raise TypeError(f"X must be numeric, got dtype {X.dtype}.")
+        X = X.rechunk({1: -1})
+        self.n_features_in_ = X.shape[1]
+        groups, codes = self._groups(sensitive_features, X.shape[0])
+        self._fit_blocks(X, groups, codes, sensitive_features is not None)
+
+    def _fit_blocks(self, X, groups, codes, grouped):
+        """The fair power method (or the exact solutions) over blocks of ``X``."""
         n, p = X.shape
-        self._check_params(p, grouped)
+        self._check_width_params(p, grouped)
         d, m = self.n_components, self.unfair_rank if grouped else 0
         blocks = _Blocks(X, codes, self.block_size)
         n_groups = len(groups) if grouped else 1
@@ -592,7 +593,6 @@ class StreamingFairPCA(
         self._n_features_out = self.components_.shape[0]
 
     # ------------------------------------------------------------- partial_fit
-    @transactional
     def partial_fit(
         self, X: ArrayLike, y: ArrayLike | None = None, *, sensitive_features: ArrayLike = None
     ) -> Self:
@@ -626,28 +626,17 @@ class StreamingFairPCA(
         -------
         self : StreamingFairPCA
         """
+        self._enter_partial_fit(X, y, sensitive_features)
+        return self
+
+    def _partial_fit_chunk(self, X, y, sensitive_features, weights):
         grouped = sensitive_features is not None
-        check_require_groups(self)
-        if not grouped:
-            missing_groups(self, "streaming PCA with no unfair directions", method="partial_fit")
         first = not hasattr(self, "_stream")
-        if first:
-            self._check_not_compacted(needed="group_means_")
         if first and self.solver != "power":
             raise ValueError("partial_fit is the power method; use solver='power'.")
-        # After fit: continue from the fitted model, with its features.
-        warm = first and hasattr(self, "components_")
-        if not first or warm:
-            was_grouped = self._stream.grouped if not first else self.groups_ is not None
-            if grouped != was_grouped:
-                raise ValueError(
-                    "sensitive_features must be given in every partial_fit call or in none "
-                    "(as in the fit before them); earlier calls were "
-                    f"{'with' if was_grouped else 'without'} it."
-                )
-        X = check_estimator_data(self, X, reset=first and not warm)
+        warm = first and hasattr(self, "components_")  # after fit: continue from it
         if first:
-            self._check_params(X.shape[1], grouped)
+            self._check_width_params(X.shape[1], grouped)
         if grouped:
             labels, codes = check_sensitive_features(sensitive_features, X.shape[0])
         else:
