@@ -6,17 +6,19 @@ components, and the scikit-learn transformer plumbing (``transform``,
 ``inverse_transform``, feature names, ``set_output``, metadata routing of
 ``sensitive_features``). A method only implements :meth:`FairPCABase._fit_components`.
 
+``fit`` and ``partial_fit`` go through the package's one front door
+(:mod:`fairpca._front_door`): validation, Dask or memory, weights, sparse
+input, the rule for a fit without groups and transactional calls. This class
+implements its hooks once for every fair projection.
+
 Methods that need only the per-group moments (class attribute
 ``_moments_only = True``) also fit on Dask collections, with one distributed
-pass over the rows, and accept streamed chunks through ``partial_fit``. A method
-that needs a bounded sample of rows besides the moments fits on Dask input by
-overriding ``_fit_components_dask``.
-
-Sparse ``X`` (CSR or CSC, e.g. from a one-hot encoder) is accepted by the
-moment-only methods, whose moments are taken from the non-zeros
-(:mod:`fairpca._sparse`), and by methods that declare ``_sparse_rows``: they
-get the uncentred sparse ``X`` and densify only the rows they read. Others
-refuse it with a ``TypeError``. ``transform`` never densifies sparse ``X``.
+pass over the rows, accept sparse ``X`` and ``sample_weight``, and stream
+chunks through ``partial_fit`` (the front door's ``_supports_*`` declarations
+are set for them). A method that needs a bounded sample of rows besides the
+moments declares ``_supports_dask`` and overrides ``_fit_components_dask``;
+one that reads sparse rows uncentred declares ``_supports_sparse``. Others
+refuse such input with a ``TypeError``. ``transform`` never densifies sparse ``X``.
 """
 
 from __future__ import annotations
@@ -31,31 +33,15 @@ from sklearn.utils import check_array
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
-from fairpca._config import check_require_groups, missing_groups
-from fairpca._dask import _dask_rows, _import_dask, _is_dask_collection, lazy_rows
-from fairpca._front_door import (
-    _single_group_moments,
-    attribute_moments,
-    attribute_moments_dask,
-    forget_fit,
-    moments_problem,
-    record_dask_features,
-    transactional,
-)
+from fairpca._dask import _is_dask_collection, lazy_rows
+from fairpca._front_door import _has_partial_fit
 from fairpca._front_door import package_log_handler as package_log_handler
 from fairpca._linalg import flip_signs, top_eigh
 from fairpca._mixins import FairpcaMixin
 from fairpca._sparse import SPARSE_FORMATS, centred_product, issparse
-from fairpca._validation import (
-    check_data,
-    check_estimator_data,
-    check_n_components,
-    check_sample_weight,
-    check_width,
-    components_for_fraction,
-)
-from fairpca._warnings import warn
-from fairpca.moments import _MAX_CANCELLATION, GroupMoments
+from fairpca._validation import check_data, check_n_components, components_for_fraction
+from fairpca.moments import _MAX_CANCELLATION
+from fairpca.moments import GroupMoments as GroupMoments
 
 __all__ = ["FairPCABase"]
 
@@ -70,20 +56,18 @@ def _pooled_scatter(moments):
     return np.einsum("a,aij->ij", moments.counts, moments.second_moment("pooled"))
 
 
-def _supports_moments_only(estimator):
-    return type(estimator)._moments_only
-
-
-def _accepts_sparse(estimator):
-    """Moment-only methods, and those that read rows of sparse ``X`` (``_sparse_rows``)."""
-    cls = type(estimator)
-    return cls._moments_only or cls._sparse_rows
-
-
 def _supports_dask(estimator):
-    """Moment-only methods, and those that gather their rows in ``_fit_components_dask``."""
-    cls = type(estimator)
-    return cls._moments_only or cls._fit_components_dask is not FairPCABase._fit_components_dask
+    """Whether ``fit`` accepts Dask collections (the class's declaration)."""
+    return type(estimator)._supports_dask
+
+
+#: The front door's declarations that reading the moments alone gives a method.
+_MOMENT_ROUTE = (
+    "_supports_dask",
+    "_supports_sparse",
+    "_supports_sample_weight",
+    "_supports_partial_fit",
+)
 
 
 def _check_target(y, n_samples):
@@ -165,28 +149,16 @@ class FairPCABase(
 
     #: True for methods whose ``_fit_components`` reads only ``moments`` (it is
     #: then called with ``X``, ``codes`` and ``y`` set to None on Dask input and
-    #: in ``partial_fit``). Such methods fit on Dask collections and stream chunks.
+    #: in ``partial_fit``). Such methods fit on Dask collections, take sparse
+    #: ``X`` and ``sample_weight``, and stream chunks.
     _moments_only = False
 
-    #: True for methods, beyond the moment-only ones, whose ``_fit_components``
-    #: takes sparse ``X`` uncentred (centring would densify it) and densifies only
-    #: the rows it reads. Sparse ``X`` is refused by the others.
-    _sparse_rows = False
-
-    def _check_params(self):
-        """Validate the hyper-parameters; called before any data is read."""
-
-    def _check_all_params(self):
-        """The parameters common to every method (``require_groups``), then the method's."""
-        check_require_groups(self)
-        self._check_params()
-
-    def _continuous_columns(self):
-        """The continuous columns of ``sensitive_features`` (None: all categorical).
-
-        Methods whose constraint is defined for continuous attributes override it.
-        """
-        return None
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if cls.__dict__.get("_moments_only"):
+            for name in _MOMENT_ROUTE:
+                if name not in cls.__dict__:
+                    setattr(cls, name, True)
 
     def _set_group_blind_state(self):
         """Attributes of a group-blind fit: an exact eigen-solve, one step."""
@@ -202,9 +174,10 @@ class FairPCABase(
             Training data centred on the pooled mean; None for methods with
             ``_moments_only = True`` fitted on Dask input or by ``partial_fit``
             (a method that needs rows on Dask input gets them through
-            :meth:`_fit_components_dask` instead). For methods with
-            ``_sparse_rows = True``, sparse input arrives as the *uncentred* CSR or
-            CSC matrix: subtract ``moments.pooled_mean`` from the rows read.
+            :meth:`_fit_components_dask` instead). For methods that read rows
+            and declare ``_supports_sparse``, sparse input arrives as the
+            *uncentred* CSR or CSC matrix: subtract ``moments.pooled_mean`` from
+            the rows read.
         codes : ndarray of shape (n_samples,) or None
             Integer group code of each row, in ``range(moments.n_groups)``
             (None when ``X`` is).
@@ -230,7 +203,7 @@ class FairPCABase(
 
         The default, for ``_moments_only`` methods, reads ``moments`` alone. A
         method that needs some rows too overrides it to gather a bounded number
-        of them; overriding it is what makes the method accept Dask input.
+        of them, and declares ``_supports_dask = True``.
 
         Parameters
         ----------
@@ -252,34 +225,7 @@ class FairPCABase(
         """
         return self._fit_components(None, None, moments, None, d)
 
-    # ------------------------------------------------------------ validation
-    def _check_weights(self, sample_weight, n_samples, grouped):
-        """Validated sample weights, or None; refused where the method reads rows."""
-        if sample_weight is None:
-            return None
-        if grouped and not self._moments_only:
-            raise TypeError(
-                f"{type(self).__name__} does not support sample_weight: its fair fit reads "
-                "the rows themselves, not only their weighted moments."
-            )
-        return check_sample_weight(sample_weight, n_samples)
-
-    def _validate_X(self, X, *, reset, ensure_all_finite=True):
-        shape = getattr(X, "shape", None)
-        if reset and isinstance(shape, tuple) and len(shape) == 2:
-            # Before the validation pass over X: the shape alone tells.
-            check_width(shape[1], type(self).__name__)
-        return check_estimator_data(
-            self,
-            X,
-            reset=reset,
-            ensure_all_finite=ensure_all_finite,
-            min_samples=2 if reset else 1,
-            accept_sparse=SPARSE_FORMATS if _accepts_sparse(self) else False,
-        )
-
     # ------------------------------------------------------------------- fit
-    @transactional
     def fit(
         self,
         X: ArrayLike,
@@ -325,121 +271,10 @@ class FairPCABase(
         self : object
             The fitted estimator.
         """
-        self._check_all_params()
-        if sensitive_features is None:
-            # Before any data is read: refused here, or a group-blind fit with the warning.
-            missing_groups(self, "group-blind PCA")
-        forget_fit(self)
-        if _is_dask_collection(X) or _is_dask_collection(sensitive_features):
-            if sample_weight is not None:
-                raise TypeError(
-                    "sample_weight is not supported on Dask input; fit in memory or "
-                    "chunk by chunk with partial_fit(..., sample_weight=...)."
-                )
-            return self._fit_dask(X, y, sensitive_features)
-        # The moment pass, which precedes any other use of X, rejects NaN and
-        # infinities itself: no separate scan of X.
-        X = self._validate_X(X, reset=True, ensure_all_finite=False)
-        n_samples, n_features = X.shape
-        d = check_n_components(self.n_components, n_features, allow_fraction=True)
-        weights = self._check_weights(sample_weight, n_samples, sensitive_features is not None)
-        self._grouped_moments = sensitive_features is not None
-        if sensitive_features is None:
-            self._fit_moments(_single_group_moments(X, weights), d, grouped=False)
-            return self
-        if y is not None:
-            y = _check_target(y, n_samples)
-        moments, codes, names = attribute_moments(
-            X,
-            sensitive_features,
-            self._continuous_columns(),
-            min_group_size=self._min_group_size,
-            weights=weights,
-            estimator_name=type(self).__name__,
-        )
-        problem = moments_problem(moments, names, self._min_group_size)
-        if problem:
-            raise ValueError(problem)
-        groups = moments.groups
-        if self._moments_only:
-            # Same route as Dask input and partial_fit: no centred copy of X.
-            self._fit_moments(moments, d, grouped=True)
-            return self
-        self.mean_ = moments.pooled_mean
-        self.groups_, self.group_counts_ = groups, moments.counts
-        d = _resolve_fraction(d, moments)
-        if issparse(X):
-            # Centring would densify X: the method reads it uncentred (see _sparse_rows).
-            components, scales = self._fit_components(X, codes, moments, y, d)
-            self.moments_ = moments
-            scatter = _pooled_scatter(moments)
-            self._set_components(components, scales, scatter=scatter, n_samples=moments.n_samples)
-            return self
-        Xc = X - self.mean_
-        components, scales = self._fit_components(Xc, codes, moments, y, d)
-        self.moments_ = moments
-        self._set_components(components, scales, Xc=Xc)
+        self._enter_fit(X, y, sensitive_features, sample_weight)
         return self
 
-    # ------------------------------------------------------------ moments route
-    def _fit_dask(self, X, y, sensitive_features):
-        """Fit from the group moments of Dask collections, computed in one pass."""
-        name = type(self).__name__
-        if not _supports_dask(self):
-            raise TypeError(
-                f"{name} needs the rows of X, not only their group moments, so it does not "
-                "accept Dask collections; compute them into memory first (X.compute()) or "
-                "use a covariance-based method (MinMaxLossFairPCA, ConvexFairPCA, "
-                "RobustFairPCA, ParetoFairPCA)."
-            )
-        _, da = _import_dask(f"{name}.fit")
-        X, columns = _dask_rows(X, da)
-        check_width(X.shape[1], name)
-        record_dask_features(self, X.shape[1], columns)
-        d = check_n_components(self.n_components, self.n_features_in_, allow_fraction=True)
-        grouped = sensitive_features is not None
-        if grouped:
-            moments, labels, names = attribute_moments_dask(
-                X, sensitive_features, self._continuous_columns(), da
-            )
-        else:
-            # fit applied the rule (missing_groups) before reading any data.
-            moments, labels = GroupMoments.from_dask(X, None), None
-        if moments.n_samples < 2:
-            raise ValueError(f"X has {moments.n_samples} row(s); {name} needs at least 2.")
-        if grouped:
-            problem = moments_problem(moments, names, self._min_group_size)
-            if problem:
-                raise ValueError(problem)
-        self._grouped_moments = grouped
-        self._fit_moments(moments, d, grouped, dask_input=(X, labels, y))
-        return self
-
-    def _fit_moments(self, moments, d, grouped, dask_input=None):
-        """Solve from ``moments`` and set every fitted attribute.
-
-        ``dask_input`` is ``(X, labels, y)`` of a fit on Dask collections, passed
-        on to :meth:`_fit_components_dask`; otherwise only ``moments`` is read.
-        """
-        d = _resolve_fraction(d, moments)
-        self.mean_ = moments.pooled_mean
-        scatter = _pooled_scatter(moments)
-        if grouped:
-            self.groups_, self.group_counts_ = moments.groups, moments.counts
-            if dask_input is None:
-                components, scales = self._fit_components(None, None, moments, None, d)
-            else:
-                components, scales = self._fit_components_dask(*dask_input, moments, d)
-        else:
-            self.groups_ = self.group_counts_ = None
-            components, scales = top_eigh(scatter, d)[1].T, None
-            self._set_group_blind_state()
-        self._set_components(components, scales, scatter=scatter, n_samples=moments.n_samples)
-        # Last, so that a failed solve leaves partial_fit's accumulated moments as they were.
-        self.moments_ = moments
-
-    @available_if(_supports_moments_only)
-    @transactional
+    @available_if(_has_partial_fit)
     def partial_fit(
         self,
         X: ArrayLike,
@@ -480,56 +315,71 @@ class FairPCABase(
         self : object
             The updated estimator.
         """
-        self._check_all_params()
-        self._check_not_compacted()
-        if sensitive_features is None:
-            missing_groups(self, "group-blind PCA", method="partial_fit")
-        first = not hasattr(self, "moments_")
-        # The moment pass below rejects NaN and infinities.
-        X = check_estimator_data(
-            self, X, reset=first, ensure_all_finite=False, accept_sparse=SPARSE_FORMATS
-        )
-        d = check_n_components(self.n_components, X.shape[1], allow_fraction=True)
-        grouped = sensitive_features is not None
-        weights = self._check_weights(sample_weight, X.shape[0], grouped)
-        if not first and grouped != self._grouped_moments:
-            raise ValueError(
-                "sensitive_features must be given in every partial_fit call or in none; "
-                f"earlier calls were {'with' if self._grouped_moments else 'without'} it."
-            )
-        names = None
-        if grouped:
-            part, _, names = attribute_moments(
-                X,
-                sensitive_features,
-                self._continuous_columns(),
-                min_groups=1,
-                weights=weights,
-                estimator_name=type(self).__name__,
-                groups_held=0 if first else self.moments_.n_groups,
-            )
-        else:
-            part = _single_group_moments(X, weights)
-        if not first:
-            try:
-                part = self.moments_.merge(part)
-            except TypeError as exc:
-                raise TypeError(
-                    f"sensitive_features of this chunk has labels of type {part.groups.dtype}, "
-                    f"earlier chunks had {self.moments_.groups.dtype}; use one label type."
-                ) from exc
-        problem = moments_problem(part, names, self._min_group_size) if grouped else None
-        solvable = grouped and problem is None
-        if grouped and not solvable:
-            warn(
-                f"{type(self).__name__}.partial_fit cannot fit a fair projection from the rows "
-                f"so far: {problem} Fitting group-blind PCA of the rows so far until more "
-                "chunks arrive.",
-                UserWarning,
-            )
-        self._fit_moments(part, d, solvable)
-        self._grouped_moments = grouped
+        self._enter_partial_fit(X, y, sensitive_features, sample_weight)
         return self
+
+    # ------------------------------------------------- the front door's hooks
+    def _fit_in_memory(self, X, y, sensitive_features, weights):
+        """Centre on the pooled mean, take the group moments, solve."""
+        n_samples, n_features = X.shape
+        d = check_n_components(self.n_components, n_features, allow_fraction=True)
+        grouped = sensitive_features is not None
+        if grouped and y is not None:
+            y = _check_target(y, n_samples)
+        moments, codes, _ = self._memory_moments(X, sensitive_features, weights)
+        if not grouped or self._moments_only:
+            # Same route as Dask input and partial_fit: no centred copy of X.
+            self._fit_moments(moments, d, grouped)
+            return
+        self.mean_ = moments.pooled_mean
+        self.groups_, self.group_counts_ = moments.groups, moments.counts
+        d = _resolve_fraction(d, moments)
+        if issparse(X):
+            # Centring would densify X: the method reads it uncentred (see _supports_sparse).
+            components, scales = self._fit_components(X, codes, moments, y, d)
+            self.moments_ = moments
+            scatter = _pooled_scatter(moments)
+            self._set_components(components, scales, scatter=scatter, n_samples=moments.n_samples)
+            return
+        Xc = X - self.mean_
+        components, scales = self._fit_components(Xc, codes, moments, y, d)
+        self.moments_ = moments
+        self._set_components(components, scales, Xc=Xc)
+
+    def _fit_dask(self, X, y, sensitive_features, da):
+        """Fit from the group moments of Dask collections, computed in one pass."""
+        X = self._dask_features(X, da)
+        d = check_n_components(self.n_components, self.n_features_in_, allow_fraction=True)
+        moments, labels, _ = self._dask_moments(X, sensitive_features, da)
+        self._fit_moments(moments, d, sensitive_features is not None, dask_input=(X, labels, y))
+
+    def _fit_from_moments(self, moments, *, grouped, fair):
+        """``partial_fit``'s solve: the fair problem when ``fair``, else group-blind PCA."""
+        d = check_n_components(self.n_components, moments.n_features, allow_fraction=True)
+        self._fit_moments(moments, d, fair)
+
+    def _fit_moments(self, moments, d, grouped, dask_input=None):
+        """Solve from ``moments`` and set every fitted attribute.
+
+        ``dask_input`` is ``(X, labels, y)`` of a fit on Dask collections, passed
+        on to :meth:`_fit_components_dask`; otherwise only ``moments`` is read.
+        """
+        d = _resolve_fraction(d, moments)
+        self.mean_ = moments.pooled_mean
+        scatter = _pooled_scatter(moments)
+        if grouped:
+            self.groups_, self.group_counts_ = moments.groups, moments.counts
+            if dask_input is None:
+                components, scales = self._fit_components(None, None, moments, None, d)
+            else:
+                components, scales = self._fit_components_dask(*dask_input, moments, d)
+        else:
+            self.groups_ = self.group_counts_ = None
+            components, scales = top_eigh(scatter, d)[1].T, None
+            self._set_group_blind_state()
+        self._set_components(components, scales, scatter=scatter, n_samples=moments.n_samples)
+        # Last, so that a failed solve leaves partial_fit's accumulated moments as they were.
+        self.moments_ = moments
 
     def _ordered_components(self):
         """Whether the rows from ``_fit_components`` come in a meaningful order (kept)."""
@@ -636,5 +486,4 @@ class FairPCABase(
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.transformer_tags.preserves_dtype = ["float64"]
-        tags.input_tags.sparse = _accepts_sparse(self)
         return tags

@@ -666,7 +666,7 @@ class MMDFairPCA(FairPCABase):
         return selected
 
     # ------------------------------------------------------------------- fit
-    def _fit_dask(self, X, y, sensitive_features):
+    def _fit_dask(self, X, y, sensitive_features, da):
         """Reject what the moment pass cannot fix before it runs, then fit."""
         if sensitive_features is not None:
             if self.max_samples is None:
@@ -676,10 +676,12 @@ class MMDFairPCA(FairPCABase):
                     "20000), or compute X into memory first (X.compute())."
                 )
             self._require_target(y)
-        return super()._fit_dask(X, y, sensitive_features)
+        return super()._fit_dask(X, y, sensitive_features, da)
 
     #: Sparse X: only the rows the MMD² terms sample are densified (see _fit_components).
-    _sparse_rows = True
+    _supports_sparse = True
+    #: Dask input: the moments in one pass, and a bounded sample of rows (_fit_components_dask).
+    _supports_dask = True
 
     def _fit_components(self, X, codes, moments, y, d):
         if issparse(X):  # uncentred; at most max_samples + 2000 rows are densified
