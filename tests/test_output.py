@@ -395,3 +395,63 @@ def test_an_output_with_an_undecodable_name_is_written(tmp_path):
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 0, result.output
     assert (out / "comparison.md").exists() and "wrote" in result.output
+
+
+# The same reports as library calls (fairpca._reports): staged, locked, escaped.
+
+
+def _hostile_comparison(tmp_path):
+    from fairpca.compare import compare_split
+    from fairpca.datasets import make_split, read_table
+
+    table = read_table(_hostile_csv(tmp_path), "group")
+    split = make_split(table.features, table.groups)
+    return compare_split(split, n_components=1, methods=["MeanMatchingFairPCA"])
+
+
+def test_write_comparison_report_from_python_is_escaped_and_appears_whole(tmp_path):
+    from fairpca._reports import write_comparison_report
+
+    comparison = _hostile_comparison(tmp_path)
+    out = tmp_path / "report"
+    written = write_comparison_report(comparison, out)
+    assert {"comparison.csv", "comparison.md", "report.html", "group_errors_by_d.csv"} <= set(
+        written
+    )
+    assert sorted(p.name for p in out.iterdir()) == sorted(written)
+    markdown = (out / "comparison.md").read_text()
+    assert "<script>" not in markdown and "&lt;script&gt;" in markdown
+    assert comparison.split.description.split(";")[0] in markdown  # the default source
+    # Not empty: refused without force (nothing written); with force replaced whole.
+    (out / "mine.txt").write_text("x")
+    with pytest.raises(ValueError, match="pass --force"):
+        write_comparison_report(comparison, out)
+    assert write_comparison_report(comparison, out, force=True) == written
+    assert "mine.txt" not in {p.name for p in out.iterdir()}
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_output_folder_leaves_nothing_when_the_block_fails_and_releases_its_lock(tmp_path):
+    from fairpca._reports import output_folder
+
+    out = tmp_path / "out"
+    with pytest.raises(RuntimeError, match="injected"), output_folder(out) as staging:  # noqa: PT012
+        (staging / "a.csv").write_text("1")
+        raise RuntimeError("injected")
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+    with output_folder(out) as staging:
+        (staging / "a.csv").write_text("1")
+    assert [p.name for p in out.iterdir()] == ["a.csv"]
+    assert not lock_path(out.resolve()).exists()
+
+
+def test_comparison_notes_and_text_are_library_calls(tmp_path):
+    from fairpca._reports import columns_text, comparison_notes, comparison_text, unfinished
+
+    comparison = _hostile_comparison(tmp_path)
+    assert comparison_text(comparison).splitlines()[-1].startswith("converged: PCA yes")
+    assert "explained_variance_ratio" in columns_text(comparison)
+    assert unfinished(comparison.outcomes) is None
+    assert any(
+        note.startswith("Noisy: groups with fewer than") for note in comparison_notes(comparison)
+    )

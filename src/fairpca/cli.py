@@ -15,17 +15,20 @@ import time
 import warnings
 from pathlib import Path
 
-import numpy as np
-
 try:
     import click
 except ImportError as exc:  # pragma: no cover - depends on environment
     raise ImportError('the fairpca command line needs click: pip install "fairpca[cli]"') from exc
 
-from fairpca._cli_output import check_output, say, staged, write_compare, write_tradeoff
-from fairpca.compare import WORSE_OFF_COLUMN
+from fairpca import _reports
+from fairpca import experiments as rep
+from fairpca._cli_output import SHOWN, check_output, say, show_once, staged
+from fairpca._cli_output import one_line_warning as _one_line_warning
+from fairpca.compare import compare_split, make_methods
+from fairpca.datasets import get_data_home, make_gaussian_groups, make_split, read_table
+from fairpca.datasets._table import MAX_ENCODED_FEATURES
 from fairpca.experiments import LEE2022_DATASETS, VU2022_DATASETS
-from fairpca.tradeoff import FAIRNESS_METRICS, QUALITY
+from fairpca.tradeoff import FAIRNESS_METRICS, tradeoff_curve_split
 
 __all__ = ["DATASETS", "main"]
 
@@ -38,77 +41,12 @@ DATASETS = {
 }
 
 
-def _convergence_note(table):
-    """A sentence naming the methods whose solver stopped before converging, or ''."""
-    if "converged" not in table.columns or table["converged"].all():
-        return ""
-    names = ", ".join(map(str, table.index[~table["converged"].astype(bool)]))
-    return (
-        f"Did not converge: {names} (each one's ConvergenceWarning says why it stopped and "
-        "what it reached). Their rows describe the last iterate, not the method's optimum."
-    )
-
-
 def _check_output(output, force, inputs):
     """:func:`check_output`, the inputs (``--data``, the data home) kept from ``--force``."""
-    from fairpca.datasets import get_data_home
-
     keep = [get_data_home(inputs.get("data_home"))]
     if inputs.get("data") is not None:
         keep.append(inputs["data"])
     check_output(output, force, keep)
-
-
-def _result_notes(comparison):
-    """Sentences on what in the table should not be read at face value."""
-    from fairpca.compare import NOISY_GROUP_ROWS, noisy_groups
-
-    table = comparison.table
-    notes = [_convergence_note(table), _stopped_note(comparison)]
-    notes += [f"Failed: {name}: {reason}" for name, reason in comparison.failed.items()]
-    notes += [f"Not available: {name}: {reason}" for name, reason in comparison.unavailable.items()]
-    meaning = {
-        "single-class": "its downstream classifier predicts one class for every held-out row, "
-        "so its parity gaps (0) say nothing about fairness",
-        "worse-than-PCA": "on the held-out rows it does worse than PCA on its own criterion",
-    }
-    for name, flags in table["flags"].items():
-        for flag in str(flags).split():
-            kind, _, column = flag.partition(":")
-            detail = f" ({column})" if column else ""
-            notes.append(f"Flag {name}: {meaning[kind]}{detail}.")
-    small = noisy_groups(comparison.split.s_test)
-    if small:
-        listed = ", ".join(f"{g!r} ({n} rows)" for g, n in small.items())
-        notes.append(
-            f"Noisy: groups with fewer than {NOISY_GROUP_ROWS} held-out rows: {listed}; "
-            "their per-group numbers, and the gaps they enter, vary a lot with the split."
-        )
-    return [note for note in notes if note]
-
-
-def _check_finished(outcomes):
-    """End with a non-zero status unless PCA and at least one fair method were fitted."""
-    fitted = [name for name, outcome in outcomes.items() if outcome.status == "fitted"]
-    if "PCA" in fitted and len(fitted) > 1:
-        return
-    missing = "PCA, the reference, could not" if "PCA" not in fitted else "no fair method could"
-    raise click.ClickException(
-        f"{missing} be fitted: "
-        + "; ".join(f"{name}: {o.reason}" for name, o in outcomes.items() if o.status != "fitted")
-    )
-
-
-def _stopped_note(comparison):
-    """A sentence naming the methods stopped at the time budget, or ''."""
-    if not comparison.stopped:
-        return ""
-    budget = next(iter(comparison.stopped.values()))
-    return (
-        f"Stopped at the time budget of {budget:g} s per method: "
-        + ", ".join(comparison.stopped)
-        + " (no result; raise --time-budget to include them)."
-    )
 
 
 def _data_options(command):
@@ -229,24 +167,8 @@ def cli():
     # One plain line per warning: the category and the message, no library source;
     # a message repeated (by the refits at other d, say) is shown once.
     warnings.formatwarning = _one_line_warning
-    warnings.showwarning = _show_once
-    _SHOWN.clear()
-
-
-def _one_line_warning(message, category, filename, lineno, line=None):
-    return f"{category.__name__}: {message}\n"
-
-
-#: The warning lines this command has shown (the ``once`` filter cannot do this: every
-#: ``catch_warnings`` block inside a fit resets its registry).
-_SHOWN = set()
-
-
-def _show_once(message, category, filename, lineno, file=None, line=None):
-    text = _one_line_warning(message, category, filename, lineno)
-    if text not in _SHOWN:
-        _SHOWN.add(text)
-        (file or sys.stderr).write(text)
+    warnings.showwarning = show_once
+    SHOWN.clear()
 
 
 @cli.command()
@@ -281,8 +203,6 @@ def compare(time_budget, output, force, **data_options):
     standardised on the training split; metrics are computed on the held-out
     split. A line on standard error names each method as it runs and its time.
     """
-    from fairpca.compare import compare_split
-
     _check_output(output, force, data_options)
     split, source, methods = _resolve_split(**data_options)
     try:
@@ -321,11 +241,9 @@ def _resolve_split(
     """The train/test split the options name, a one-line description, the methods asked for.
 
     ``--dataset``: the paper protocol's split; ``--data``: the CSV (categorical
-    columns encoded, see :func:`fairpca.compare.make_split`); neither: the
+    columns encoded, see :func:`fairpca.datasets.make_split`); neither: the
     built-in synthetic set.
     """
-    from fairpca.compare import make_split
-
     methods = _names(methods)
     if data_home is not None and dataset is None:
         raise click.UsageError("--data-home needs --dataset (it is where the data sets are).")
@@ -365,22 +283,18 @@ def _resolve_split(
     if data is None:
         if sensitive is not None or target is not None:
             raise click.UsageError("--sensitive and --target need --data.")
-        from fairpca.datasets import make_gaussian_groups
-
         X, s, y = make_gaussian_groups(random_state=random_state, return_target=True)
         source = "built-in synthetic data (make_gaussian_groups)"
     else:
         if sensitive is None:
             raise click.UsageError("--data needs --sensitive COLUMN naming the protected group.")
-        from fairpca.table import MAX_ENCODED_FEATURES, read_table
-
         try:
             table = read_table(
                 data,
                 sensitive,
                 target,
                 features=_names(features),
-                drop=_names(drop) or (),
+                drop=_names(drop),
                 bins=bins,
                 column_names=_names(column_names),
                 max_encoded_features=max_encoded_features or MAX_ENCODED_FEATURES,
@@ -440,11 +354,9 @@ def _echo_data(source, n_rows, n_features, n_components):
 
 def _load_dataset(name, split_index, data_home=None, download=False):
     """The protocol's split of a real data set; missing or corrupt files end the command."""
-    from fairpca import experiments
-
     protocol, dataset = DATASETS[name]
     try:
-        return getattr(experiments, protocol)(
+        return getattr(rep, protocol)(
             dataset, split=split_index, data_home=data_home, download=download
         )
     except ImportError as exc:
@@ -454,32 +366,24 @@ def _load_dataset(name, split_index, data_home=None, download=False):
 
 
 def _print_and_write(comparison, output, source):
-    import pandas as pd
-
-    from fairpca.metrics import describe_metric
-
-    table = comparison.table
-    scalar = [c for c in table.columns if "[" not in c and c != "converged"]
-    if len(table):
-        with pd.option_context("display.width", 200, "display.max_columns", None):
-            click.echo(table[scalar].T.to_string(float_format=lambda v: f"{v:.4g}"))
-        click.echo(
-            "converged: "
-            + ", ".join(
-                f"{name} {'yes' if ok else 'NO'}" for name, ok in table["converged"].items()
-            )
-        )
-    for note in _result_notes(comparison):
+    """Print the table, the notes and the legend; write the files; end by what finished."""
+    if text := _reports.comparison_text(comparison):
+        click.echo(text)
+    notes = _reports.comparison_notes(comparison)
+    for note in notes:
         say(note, err=True)
-    click.echo("\nColumns:")
-    for column in scalar:
-        click.echo("  " + describe_metric(column))
-    _check_finished(comparison.outcomes)
+    click.echo(_reports.columns_text(comparison))
+    if reason := _reports.unfinished(comparison.outcomes):
+        raise click.ClickException(reason)
     if output is not None:
-        fairness = [c for c in ("reconstruction_error_gap", "mmd2") if c in table.columns]
         with staged(output) as staging:
-            written = write_compare(
-                comparison, staging, fairness, _progress, source, _result_notes(comparison)
+            written = _reports.write_comparison_files(
+                comparison,
+                staging,
+                source=source,
+                notes=notes,
+                progress=_progress,
+                notify=lambda note: say(note, err=True),
             )
         say(f"wrote {', '.join(written)} to {output}")
 
@@ -525,9 +429,6 @@ def tradeoff(metrics, n_bootstrap, n_jobs, output, force, **data_options):
     metrics are measured on the held-out split with 95 % bootstrap intervals,
     and the settings no other setting beats on every measure are marked.
     """
-    from fairpca.compare import make_methods
-    from fairpca.tradeoff import tradeoff_curve_split
-
     _check_output(output, force, data_options)
     _check_jobs(n_jobs)
     split, source, methods = _resolve_split(**data_options)
@@ -553,41 +454,15 @@ def tradeoff(metrics, n_bootstrap, n_jobs, output, force, **data_options):
         )
     except (ValueError, TypeError) as exc:
         raise click.UsageError(str(exc)) from exc
-    table = _curve_table(curve)
-    say(_with_intervals(table, [QUALITY, *curve.attrs["metrics"]]).to_string())
-    failed = curve[curve["error"].notna()]
-    for method, setting, reason in failed[["method", "setting", "error"]].itertuples(index=False):
-        click.echo(f"Failed: {f'{method} {setting}'.strip()}: {reason}", err=True)
-    finished = curve.loc[curve["error"].isna(), "method"]
-    if "PCA" not in set(finished) or not (finished != "PCA").any():
-        missing = (
-            "PCA, the reference, could not"
-            if "PCA" not in set(finished)
-            else "no fair setting could"
-        )
-        raise click.ClickException(f"{missing} be fitted (the reasons are above).")
+    say(_reports.curve_text(curve))
+    for line in _reports.curve_failures(curve):
+        click.echo(line, err=True)
+    if reason := _reports.curve_unfinished(curve):
+        raise click.ClickException(reason)
     if output is not None:
         with staged(output) as staging:
-            written = write_tradeoff(curve, table, staging, source)
+            written = _reports.write_tradeoff_files(curve, staging, source=source)
         say(f"wrote {', '.join(written)} to {output}")
-
-
-def _curve_table(curve):
-    """The curve without its estimator objects, one row per setting."""
-    return curve.drop(columns=["estimator"]).set_index(["method", "setting"])
-
-
-def _with_intervals(table, columns):
-    """Each column as ``estimate [low, high]`` text, and whether the row is on the frontier."""
-    shown = table[[c for c in ("on_frontier", WORSE_OFF_COLUMN) if c in table]].copy()
-    for column in columns:
-        shown[column] = [
-            "failed" if np.isnan(v) else f"{v:.4g} [{lo:.4g}, {hi:.4g}]"
-            for v, lo, hi in zip(
-                table[column], table[f"{column}_low"], table[f"{column}_high"], strict=True
-            )
-        ]
-    return shown
 
 
 @cli.command()
@@ -635,8 +510,6 @@ def reproduce(target, list_targets, quick, output, force, data_home, splits, dat
     numbers and their citations are in fairpca/experiments/reference.csv; the
     authors' per-split values in fairpca/experiments/authors_splits.csv.
     """
-    from fairpca import experiments as rep
-
     if list_targets:
         for name, info in rep.TARGETS.items():
             click.echo(f"{name:20s} {info.title}")
