@@ -135,9 +135,9 @@ def test_growing_subspaces_reach_the_full_problem_optimum(monkeypatch):
     rounds = []
     original = subspaces._full_bound
 
-    def counting(*args):
-        rounds.append(args[4].shape[1])
-        return original(*args)
+    def counting(S, restricted, result, *args):
+        rounds.append(result.P.shape[0])  # the subspace's dimension
+        return original(S, restricted, result, *args)
 
     monkeypatch.setattr(subspaces, "_full_bound", counting)
     grown = ConvexFairPCA(**settings).fit(X, sensitive_features=s)

@@ -33,10 +33,20 @@ valid for any ``y_k`` and ``beta_j >= 0`` (the Fantope's support function is
 the sum of the ``d`` largest eigenvalues; the conjugate of ``mu ||.||_2^2`` is
 ``||.||_*^2 / (4 mu)``).
 
-One iteration maps ``t = (X + U, Z_k + V_k, w + u)`` (the blocks plus their
-scaled multipliers) to the next; the iterates are read off ``t`` by the three
-projections, and Anderson acceleration [Walker2011]_ extrapolates ``t``, half
-the size of all iterates together. With many coordinates
+The loop knows the constraints only through the interface of
+:class:`fairpca._fantope_constraints.ConstraintFamily`: in general it solves
+``max <S, P> - sum_f h_f(A_f(P))`` over the Fantope, splitting ``A_f(P) = Z_f``
+for each family ``f`` (its map ``A_f`` and adjoint, the proximal map of
+``h_f``, its conjugate in the bound, and for a hard family a way to make a
+point feasible). The two families above are
+:class:`~fairpca._fantope_constraints.CovarianceLMIs` and
+:class:`~fairpca._fantope_constraints.MeanConstraints`; a new family is a new
+subclass, not a change here.
+
+One iteration maps ``t = (X + U, Z_f + V_f)`` (the blocks plus their scaled
+multipliers) to the next; the iterates are read off ``t`` by the projections
+and proximal maps, and Anderson acceleration [Walker2011]_ extrapolates ``t``,
+half the size of all iterates together. With many coordinates
 :mod:`fairpca._fantope_subspaces` runs it on growing subspaces.
 
 References
@@ -58,11 +68,9 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import sparse
-from scipy.linalg import eigh, eigvalsh
+from scipy.linalg import eigh
 
-from fairpca._fantope_feasible import certified_infeasible, feasible_point, restoration_point
-from fairpca._fantope_prox import _gram, _sym, fantope_projection, squared_spectral_prox
+from fairpca._fantope_prox import _sym, _top_sum, fantope_projection, squared_spectral_prox
 from fairpca._linalg import top_eigh
 
 __all__ = [
@@ -75,9 +83,6 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-_INFEASIBLE = (
-    "infeasible: no P in the Fantope of trace {d} keeps every pairwise mean difference within delta"
-)
 #: Anderson acceleration: residual differences kept, most bytes they may take
 #: (beyond, the iteration runs without it), and the residual growth that resets it.
 _ANDERSON_MEMORY = 24
@@ -90,12 +95,6 @@ _CHECK_EVERY = 10
 _RHO_START = 0.1
 #: Residual imbalance that triggers a change of the penalty parameter.
 _RHO_IMBALANCE = 5.0
-#: Fewest columns at which a mostly-zero LMI factor is kept sparse (below, the
-#: dense product is faster than scipy.sparse's per-call overhead).
-_SPARSE_FROM = 64
-#: Largest ``J x J x q`` array of the mean constraints' coupling formed in one product
-#: (beyond, row by row).
-_COUPLING_AT_ONCE = 2**22
 #: Eigenvalues beyond the d-th looked at for a tie when the SDP has no constraints.
 _TIE_SEARCH = 8
 #: Least seconds between two INFO lines on a solve's certificates.
@@ -103,7 +102,7 @@ _PROGRESS_SECONDS = 5.0
 
 
 class NoFeasiblePointError(ValueError):
-    """The ADMM met no feasible point and cannot certify the mean constraints infeasible."""
+    """The ADMM met no feasible point and cannot certify the hard constraints infeasible."""
 
 
 @dataclass
@@ -115,37 +114,40 @@ class FantopeADMMResult:
     P : ndarray of shape (q, q)
         Feasible point of the SDP with the best certified objective.
     objective : float
-        Objective of ``P``: ``<S, P> - mu sum_k ||F_k P||_2^2``.
+        Objective of ``P``: ``<S, P> - sum_f h_f(A_f(P))`` (for the FPCA SDP
+        ``<S, P> - mu sum_k ||F_k P||_2^2``).
     upper_bound : float
         Smallest Lagrangian upper bound on the optimum found.
     gap : float
         ``upper_bound - objective`` (``>= 0`` up to rounding): ``P`` is optimal
         within ``gap``.
-    bounds : ndarray of shape (n_pairs, 2)
-        ``||F_k P||_2^2 = lambda_max(P G_k P)`` of each pair's two LMIs.
+    values : list
+        Each family's :meth:`~ConstraintFamily.value` at ``P``, in the order
+        of the constraints.
     n_iter : int
         ADMM iterations run.
     converged : bool
         Whether ``gap <= tol * max(|objective|, |upper_bound|)``.
-    multipliers : list of ndarray
-        Final ``y_k`` of the LMI blocks (in the order of the non-None factors;
-        empty when ``mu = 0``).
-    mean_multipliers : ndarray of shape (J,) or None
-        Final ``beta_j >= 0`` of the mean constraints.
+    multipliers : list
+        Each family's final multiplier ``y_f`` (a list of blocks), in the order
+        of the constraints; None for a family not split off (or none run).
     state : _ADMMState or None
         Final iterates, to resume from.
+    bounds : ndarray of shape (n_pairs, 2) or None
+        For the FPCA SDP (:func:`fairpca._fantope_subspaces.solve_fpca_sdp`):
+        ``||F_k P||_2^2 = lambda_max(P G_k P)`` of each pair's two LMIs.
     """
 
     P: np.ndarray
     objective: float
     upper_bound: float
     gap: float
-    bounds: np.ndarray
+    values: list
     n_iter: int
     converged: bool
     multipliers: list
-    mean_multipliers: np.ndarray | None
     state: object = None
+    bounds: np.ndarray | None = None
 
 
 # ---------------------------------------------------------------------------
@@ -153,152 +155,82 @@ class FantopeADMMResult:
 # ---------------------------------------------------------------------------
 
 
-class _Factor:
-    """An LMI factor ``F``, for the products ``F @ A`` and ``F.adjoint(B) = F^T B``.
-
-    A mostly-zero factor (the diagonal ones of the first pair) with at least
-    ``_SPARSE_FROM`` columns stays sparse, with its transpose formed once
-    (scipy.sparse builds a new matrix at every ``.T``); others are dense arrays.
-    """
-
-    def __init__(self, F):
-        rows, columns = F.shape
-        if sparse.issparse(F) and (columns < _SPARSE_FROM or F.nnz > 0.1 * rows * columns):
-            F = F.toarray()
-        self.matrix = F.tocsr() if sparse.issparse(F) else np.asarray(F)
-        self.transpose = self.matrix.T.tocsr() if sparse.issparse(F) else self.matrix.T
-        self.shape = F.shape
-
-    def __matmul__(self, A):
-        return np.asarray(self.matrix @ A)
-
-    def adjoint(self, B):
-        return np.asarray(self.transpose @ B)
-
-    def gram(self):
-        """``F^T F`` as a dense array."""
-        product = self.transpose @ self.matrix
-        return product.toarray() if sparse.issparse(product) else product
-
-
-def _lmi_blocks(factors, mu):
-    """The non-empty LMI factors, where they sit, and those the ADMM splits off.
-
-    Returns
-    -------
-    slots : list of (int, int)
-        ``(pair, sign)`` of each non-None factor of ``factors``.
-    operators : list
-        Those factors as :class:`_Factor`, for the reported bounds.
-    lmis : list
-        The same, or empty when ``mu = 0`` (the penalty then plays no part).
-    """
-    slots = [(a, b) for a, pair in enumerate(factors) for b, F in enumerate(pair) if F is not None]
-    operators = [_Factor(factors[a][b]) for a, b in slots]
-    return slots, operators, (operators if mu > 0 else [])
-
-
-def _covariance_bounds(slots, operators, n_pairs, W, core):
-    """``||F P||_2^2 = lambda_max(P G P)`` of each pair's two LMIs at ``P = W core W^T``."""
-    bounds = np.zeros((n_pairs, 2))
-    for (a, b), value in zip(slots, _penalties(operators, W, core), strict=True):
-        bounds[a, b] = value
-    return bounds
-
-
-def _adjoint(lmis, G, blocks, weights):
-    """``sym(sum_k F_k^T B_k) + sum_j w_j g_j g_j^T``: the constraints' adjoint without ``X``."""
+def _adjoint(families, ys):
+    """``sum_f A_f^T(y_f)``: the constraints' adjoint at the multipliers ``ys``."""
     out = 0.0
-    if lmis:
-        out = _sym(sum(F.adjoint(B) for F, B in zip(lmis, blocks, strict=True)))
-    if G is not None:
-        out = out + (G.T * weights) @ G
+    for family, y in zip(families, ys, strict=True):
+        out = out + family.adjoint(y)
     return out
 
 
 class _NormalEquations:
-    """Solver of the ``P``-step: ``sym(M P) + sum_j <h_j, P> h_j = R`` for symmetric ``P``.
+    """Solver of the ``P``-step: ``sym(M P) + sum_f A_f^T A_f (P) = R`` for symmetric ``P``.
 
-    ``M = I + sum_k F_k^T F_k`` and ``h_j = g_j g_j^T``. In the eigenbasis
-    ``E`` of ``M`` the first term is ``D * P~`` with
-    ``D_ab = (m_a + m_b) / 2``; the rank-``J`` term is removed by the
-    Sherman-Morrison-Woodbury identity with a ``J x J`` system.
+    ``M = I + sum_k F_k^T F_k`` gathers the ``"multiplier"`` families
+    (``A(P) = F_k P``). In the eigenbasis ``E`` of ``M`` that term is
+    ``D * P~`` with ``D_ab = (m_a + m_b) / 2``; the ``"functional"`` families
+    (a few functionals ``<C_j, P>``) add a low-rank term, removed by the
+    Sherman-Morrison-Woodbury identity with a system of their total size.
     """
 
-    def __init__(self, factors, mean_vectors, q):
+    def __init__(self, families, q):
         M = np.eye(q)
-        for F in factors:
-            M += F.gram()
+        for family in families:
+            if family.kind == "multiplier":
+                for gram in family.grams():
+                    M += gram
         off_diagonal = M - np.diag(np.diag(M))
         if not off_diagonal.any():
             m, self.basis = np.diag(M).copy(), None
         else:
             m, self.basis = eigh(M)
         self.inverse = 2.0 / (m[:, None] + m[None, :])
-        self.vectors = None
-        if mean_vectors is not None and len(mean_vectors):
-            g = mean_vectors if self.basis is None else mean_vectors @ self.basis
-            self.vectors = g
-            J, q = g.shape
-            if J * J * q <= _COUPLING_AT_ONCE:
-                products = g[:, None, :] * g[None, :, :]  # (J, J, q): g_i * g_j
-                coupling = np.einsum("ija,ab,ijb->ij", products, self.inverse, products)
-            else:
-                # Row by row: J x q at a time instead of J x J x q (many groups).
-                coupling = np.empty((J, J))
-                for i in range(J):
-                    products = g * g[i]
-                    coupling[i] = np.sum((products @ self.inverse) * products, axis=1)
-            self.system = np.eye(len(g)) + coupling
+        # The functionals in the eigenbasis: the families restricted to E (P = E P~ E^T).
+        self.functionals = [
+            family if self.basis is None else family.restrict(self.basis)
+            for family in families
+            if family.kind == "functional"
+        ]
+        if self.functionals:
+            self.sizes = [family.shapes()[0][0] for family in self.functionals]
+            coupling = np.block(
+                [
+                    [f.coupling(self.inverse, None if g is f else g) for g in self.functionals]
+                    for f in self.functionals
+                ]
+            )
+            self.system = np.eye(sum(self.sizes)) + coupling
 
     def solve(self, R):
         R = R if self.basis is None else self.basis.T @ R @ self.basis
         P = R * self.inverse
-        if self.vectors is not None:
-            g = self.vectors
-            rhs = np.einsum("ja,ab,jb->j", g, P, g)
-            c = np.linalg.solve(self.system, rhs)
-            P -= (g.T * c) @ g * self.inverse
+        if self.functionals:
+            rhs = [family.apply(P)[0] for family in self.functionals]
+            c = np.linalg.solve(self.system, rhs[0] if len(rhs) == 1 else np.concatenate(rhs))
+            at = 0
+            for family, size in zip(self.functionals, self.sizes, strict=True):
+                P -= family.adjoint([c[at : at + size]]) * self.inverse
+                at += size
         return P if self.basis is None else self.basis @ P @ self.basis.T
-
-
-def _top_sum(C, d):
-    """Sum of the ``d`` largest eigenvalues of the symmetric ``C`` (LAPACK, certified).
-
-    All eigenvalues are computed: LAPACK's subset driver fails ("Internal Error")
-    when the ``d``-th largest lies inside a cluster of nearly equal ones, which the
-    certificate's matrices have at the optimum, and at these sizes it is no faster.
-    """
-    return float(np.linalg.eigvalsh(C)[C.shape[0] - d :].sum())
-
-
-def _nuclear_norm(Y):
-    """Sum of the singular values of ``Y``, from the eigenvalues of its smaller Gram matrix."""
-    return float(np.sqrt(np.clip(eigvalsh(_gram(Y), check_finite=False), 0.0, None)).sum())
-
-
-def _penalties(factors, W, core):
-    """``||F_k P||_2^2`` for ``P = W core W^T``, orthonormal ``W``, via ``F_k W core``.
-
-    The largest eigenvalue of the smaller Gram matrix of ``F_k W core``.
-    """
-    out = []
-    for F in factors:
-        small = np.asarray(F @ W) @ core
-        out.append(_top_sum(_gram(small), 1) if small.size else 0.0)
-    return np.array(out)
 
 
 @dataclass
 class _Iterates:
-    """The ADMM's blocks ``X, Z_k, w`` and their scaled multipliers ``U, V_k, u``."""
+    """The ADMM's blocks ``X, Z_f`` and their scaled multipliers ``U, V_f``.
+
+    ``Z`` and ``V`` hold one list of blocks per family split off.
+    """
 
     X: np.ndarray
     Z: list
-    w: np.ndarray | None
     U: np.ndarray
     V: list
-    u: np.ndarray | None
+
+
+def _pad(A, shape):
+    out = np.zeros(shape)
+    out[tuple(slice(0, n) for n in A.shape)] = A
+    return out
 
 
 @dataclass
@@ -307,116 +239,108 @@ class _ADMMState(_Iterates):
 
     rho: float
 
-    def padded(self, size, rows):
+    def padded(self, size, shapes):
         """The state in ``size`` coordinates whose first ones are the current ones.
 
-        ``rows`` are the new row counts of the LMI factors.
+        ``shapes`` are the new shapes of each family's blocks (``family.shapes()``).
         """
-
-        def pad(A, shape):
-            out = np.zeros(shape)
-            out[: A.shape[0], : A.shape[1]] = A
-            return out
-
         square = (size, size)
+
+        def blocks(parts):
+            return [
+                [_pad(block, shape) for block, shape in zip(family, new, strict=True)]
+                for family, new in zip(parts, shapes, strict=True)
+            ]
+
         return _ADMMState(
-            pad(self.X, square),
-            [pad(z, (m, size)) for z, m in zip(self.Z, rows, strict=True)],
-            self.w,
-            pad(self.U, square),
-            [pad(v, (m, size)) for v, m in zip(self.V, rows, strict=True)],
-            self.u,
-            self.rho,
+            _pad(self.X, square), blocks(self.Z), _pad(self.U, square), blocks(self.V), self.rho
         )
 
 
 class _Layout:
-    """Packs the governing sequence ``t = (T, T_k, t_w)`` into one vector and back.
+    """Packs the governing sequence ``t = (T, T_f)`` into one vector and back.
 
-    ``T`` is ``q x q``, ``T_k`` has the shape of ``F_k P`` and ``t_w`` one entry
-    per mean constraint.
+    ``T`` is ``q x q``, ``T_f`` the blocks of each family (the shapes of ``A_f(P)``).
     """
 
-    def __init__(self, shapes):
+    def __init__(self, shapes, counts):
         self.shapes = shapes
         self.sizes = [int(np.prod(shape)) for shape in shapes]
+        self.counts = counts
 
     def pack(self, parts):
         return np.concatenate([np.ravel(part) for part in parts])
 
     def unpack(self, vector):
+        """``T`` and the list of each family's blocks."""
         out, at = [], 0
         for shape, size in zip(self.shapes, self.sizes, strict=True):
             out.append(vector[at : at + size].reshape(shape))
             at += size
-        return out
+        blocks, at = [], 1
+        for count in self.counts:
+            blocks.append(out[at : at + count])
+            at += count
+        return out[0], blocks
 
 
 @dataclass
 class _Decoded(_Iterates):
-    """The iterates read off ``t``, with the Fantope eigenpairs of ``X`` and ``||V_k||_*``."""
+    """The iterates read off ``t``, with the Fantope eigenpairs of ``X`` and each prox's ``aux``."""
 
     Xw: np.ndarray
     Xv: np.ndarray
-    V_nuclear: list  # ||V_k||_*, from the proximal maps
+    aux: list  # per family, from its prox (e.g. ||V_k||_* of the LMI blocks)
 
-    def scale_duals(self, factor):
+    def scale_duals(self, factor, families):
         """The same iterates for ``rho * factor``: scaled duals divided by ``factor``.
 
         ``U`` stays in the Fantope's normal cone at ``X`` (a cone), and likewise
         for the other blocks, so the projections of the new ``t`` are unchanged.
         """
         self.U = self.U / factor
-        self.V = [v / factor for v in self.V]
-        self.V_nuclear = [value / factor for value in self.V_nuclear]
-        if self.u is not None:
-            self.u = self.u / factor
+        self.V = [[v / factor for v in V] for V in self.V]
+        self.aux = [
+            family.scale_aux(aux, factor) for family, aux in zip(families, self.aux, strict=True)
+        ]
 
 
-def _decode(layout, t, has_mean, limits, weight, d, ranks):
+def _decode(layout, t, families, rho, d, ranks):
     """The iterates of ``t``: the projections of its blocks and the residues (scaled duals).
 
-    ``X = Pi_F(T)`` (Fantope), ``Z_k = prox_{weight ||.||_2^2}(T_k)``,
-    ``w = min(t_w, limits)``; ``U = T - X`` and so on. ``ranks`` (updated in
-    place) carries the eigenpair counts to try first.
+    ``X = Pi_F(T)`` (Fantope), ``Z_f = prox_{h_f / rho}(T_f)``; ``U = T - X``
+    and so on. ``ranks`` (updated in place) carries the eigenpair count of the
+    Fantope projection and each family's hint to try first.
     """
-    parts = layout.unpack(t)
-    T, t_w = parts[0], (parts[-1] if has_mean else None)
-    blocks = parts[1 : len(parts) - has_mean]
+    T, blocks = layout.unpack(t)
     Xw, Xv = fantope_projection(T, d, ranks["fantope"])
     ranks["fantope"] = Xv.size + d + 2
     X = (Xw * Xv) @ Xw.T
-    Z, V, V_nuclear = [], [], []
-    for i, block in enumerate(blocks):
-        z, ranks["prox"][i], removed = squared_spectral_prox(block, weight, ranks["prox"][i] + 2)
+    Z, V, aux = [], [], []
+    for i, (family, parts) in enumerate(zip(families, blocks, strict=True)):
+        z, extra, ranks["hints"][i] = family.prox(parts, rho, ranks["hints"][i])
         Z.append(z)
-        V.append(block - z)
-        V_nuclear.append(removed)
-    w = u = None
-    if has_mean:
-        w = np.minimum(t_w, limits)
-        u = t_w - w
-    return _Decoded(X, Z, w, T - X, V, u, Xw, Xv, V_nuclear)
+        V.append([part - block for part, block in zip(parts, z, strict=True)])
+        aux.append(extra)
+    return _Decoded(X, Z, T - X, V, Xw, Xv, aux)
 
 
-def _p_step(it, S, rho, normal, lmis, G):
-    """The ``P``-step from the iterates, and the next ``t`` parts with ``F_k P``, ``g^T P g``.
+def _p_step(it, S, rho, normal, families):
+    """The ``P``-step from the iterates, and the next ``t`` parts with ``A_f(P)``.
 
     ``P`` solves the normal equations of the augmented Lagrangian; the next
-    ``t`` is ``(P + U, F_k P + V_k, g^T P g + u)``: one ADMM iteration is
+    ``t`` is ``(P + U, A_f(P) + V_f)``: one ADMM iteration is
     ``t -> _p_step(_decode(t))``, a fixed-point map that Anderson acceleration
     extrapolates.
     """
-    blocks = [z - v for z, v in zip(it.Z, it.V, strict=True)]
-    R = S / rho + it.X - it.U + _adjoint(lmis, G, blocks, None if G is None else it.w - it.u)
+    targets = [[z - v for z, v in zip(Z, V, strict=True)] for Z, V in zip(it.Z, it.V, strict=True)]
+    R = S / rho + it.X - it.U + _adjoint(families, targets)
     P = _sym(normal.solve(R))
-    FP = [np.asarray(F @ P) for F in lmis]
-    parts = [P + it.U] + [fp + v for fp, v in zip(FP, it.V, strict=True)]
-    gP = None
-    if G is not None:
-        gP = np.einsum("ja,ab,jb->j", G, P, G)
-        parts.append(gP + it.u)
-    return parts, P, FP, gP
+    AP = [family.apply(P) for family in families]
+    parts = [P + it.U] + [
+        a + v for A, V in zip(AP, it.V, strict=True) for a, v in zip(A, V, strict=True)
+    ]
+    return parts, P, AP
 
 
 class _Anderson:
@@ -473,8 +397,8 @@ class _Anderson:
         return g - gamma @ self.dG[:k]
 
 
-def solve_fantope_admm(S, factors, mean_vectors, limits, d, mu, tol, max_iter, state=None):
-    """Solve the FPCA SDP by ADMM over the Fantope, to a certified relative gap ``tol``.
+def solve_fantope_admm(S, constraints, d, tol, max_iter, state=None):
+    """Solve ``max <S, P> - sum_f h_f(A_f(P))`` over the Fantope by ADMM, to a relative gap ``tol``.
 
     Every certificate is logged at DEBUG level on this module's logger, and at
     INFO level at most every ``_PROGRESS_SECONDS`` (progress of long fits).
@@ -483,18 +407,11 @@ def solve_fantope_admm(S, factors, mean_vectors, limits, d, mu, tol, max_iter, s
     ----------
     S : ndarray of shape (q, q)
         Symmetric objective matrix.
-    factors : list of list of (sparse matrix or None)
-        ``[F+, F-]`` of each pair of groups (``None``: that LMI holds with
-        ``t = 0``); empty without covariance constraints.
-    mean_vectors : ndarray of shape (J, q) or None
-        ``g_j`` of the constraints ``g_j^T P g_j <= limits_j``; None when the
-        coordinates already make them exact.
-    limits : ndarray of shape (J,) or None
-        Upper bounds of the mean constraints.
+    constraints : list of ConstraintFamily
+        The families of constraints (:mod:`fairpca._fantope_constraints`);
+        those not ``active`` are only reported.
     d : int
         Trace of ``P``, ``1 <= d <= q``.
-    mu : float
-        Covariance penalty.
     tol : float
         Relative duality gap at which to stop.
     max_iter : int
@@ -505,39 +422,43 @@ def solve_fantope_admm(S, factors, mean_vectors, limits, d, mu, tol, max_iter, s
     Returns
     -------
     FantopeADMMResult
-        Its ``P`` is feasible: when the directions orthogonal to the ``g_j``
-        number at least ``d``, PCA on them (the restoration point) is the
-        first certified point, so there always is one.
+        Its ``P`` is feasible for every hard family. (For the mean
+        constraints: when the directions orthogonal to the ``g_j`` number at
+        least ``d``, PCA on them, the restoration point, is the first
+        certified point, so there always is one.)
 
     Raises
     ------
     ValueError
-        If the mean constraints are certified infeasible (the message starts
-        with "infeasible").
+        If a hard family is certified infeasible (the message starts with
+        "infeasible").
     NoFeasiblePointError
-        If fewer than ``d`` directions are orthogonal to the ``g_j`` and no
-        iterate could be made feasible within ``max_iter`` iterations (the
-        constraints then may or may not be feasible).
+        If no iterate could be made feasible within ``max_iter`` iterations
+        (the constraints then may or may not be feasible).
     """
     q = S.shape[0]
-    slots, operators, lmis = _lmi_blocks(factors, mu)
-    G = mean_vectors if mean_vectors is not None and len(mean_vectors) else None
+    splits = [family for family in constraints if family.active]
+    hard = [family for family in splits if family.hard]
 
-    def finish(W, core, objective, upper, n_iter, converged, y=(), beta=None, state=None):
+    def finish(W, core, objective, upper, n_iter, converged, ys=None, state=None):
+        multipliers = [None] * len(constraints)
+        if ys is not None:
+            where = [i for i, family in enumerate(constraints) if family.active]
+            for i, y in zip(where, ys, strict=True):
+                multipliers[i] = y
         return FantopeADMMResult(
             _sym((W @ core) @ W.T),
             objective,
             upper,
             max(upper - objective, 0.0),
-            _covariance_bounds(slots, operators, len(factors), W, core),
+            [family.value(W, core) for family in constraints],
             n_iter,
             converged,
-            list(y),
-            beta,
+            multipliers,
             state,
         )
 
-    if not lmis and G is None:
+    if not splits:
         # max <S, P> over the Fantope is the sum of the top d eigenvalues (Ky Fan). With
         # the d-th tied, every mixture of the tied eigenvectors is optimal; the one with
         # equal weights on them (the interior-point solvers' answer) shows the tie.
@@ -550,20 +471,23 @@ def solve_fantope_admm(S, factors, mean_vectors, limits, d, mu, tol, max_iter, s
         value = float(values[:d].sum())
         return finish(vectors[:, keep], np.diag(weights[keep]), value, value, 0, True)
 
-    restore = best = None  # best: (objective, W, core) of the best feasible point
-    if G is not None:
-        if certified_infeasible(G, np.ones(len(G)), d, limits):
-            raise ValueError(_INFEASIBLE.format(d=d))
-        restore = restoration_point(S, G, d)
-        if np.all(restore[2] <= limits):
+    best = None  # (objective, W, core) of the best feasible point
+    for family in hard:
+        family.prepare(S, d)
+    for family in hard:
+        point = family.first_point()
+        if point is not None and all(
+            other.satisfied(*point) for other in hard if other is not family
+        ):
             # Feasible from the start: the gap is certified against it from the first check.
-            best = (_objective(S, lmis, mu, restore[0], restore[1]), *restore[:2])
+            best = (_objective(S, splits, *point), *point)
+            break
 
-    normal = _NormalEquations(lmis, G, q)
-    parts, rho = _first_iterates(S, lmis, G, limits, d, state)
-    layout = _Layout([part.shape for part in parts])
+    normal = _NormalEquations(splits, q)
+    parts, rho = _first_iterates(S, splits, d, state)
+    layout = _Layout([part.shape for part in parts], [len(family.shapes()) for family in splits])
     t = layout.pack(parts)
-    ranks = {"fantope": 2 * d + 2, "prox": [4] * len(lmis)}
+    ranks = {"fantope": 2 * d + 2, "hints": [None] * len(splits)}
     fits = 2 * _ANDERSON_MEMORY * t.nbytes <= _ANDERSON_MAX_BYTES
     anderson = _Anderson(_ANDERSON_MEMORY, t.size) if fits else None
     progress = _Progress()
@@ -572,24 +496,22 @@ def solve_fantope_admm(S, factors, mean_vectors, limits, d, mu, tol, max_iter, s
     previous = None  # iterates of the last iteration, for the dual residual
     n_iter = 0
     for n_iter in range(1, max_iter + 1):
-        it = _decode(layout, t, G is not None, limits, mu / rho, d, ranks)
+        it = _decode(layout, t, splits, rho, d, ranks)
         check = n_iter % _CHECK_EVERY == 0 or n_iter == max_iter
         if check:
             # Certificate: a feasible point's objective against the Lagrangian bound.
-            point = feasible_point(it.Xw, it.Xv, restore, G, limits)
+            point = _feasible_point(hard, it.Xw, it.Xv)
             if point is not None:
-                objective = _objective(S, lmis, mu, *point)
+                objective = _objective(S, splits, *point)
                 if best is None or objective > best[0]:
                     best = (objective, *point)
-            y = [rho * v for v in it.V]
-            bound = sum((rho * value) ** 2 for value in it.V_nuclear) / (4 * mu) if lmis else 0.0
-            beta = None
-            if G is not None:
-                beta = np.clip(rho * it.u, 0.0, None)
-                if certified_infeasible(G, beta, d, limits):
-                    raise ValueError(_INFEASIBLE.format(d=d))
-                bound += beta @ limits
-            upper = min(upper, _top_sum(_sym(S - _adjoint(lmis, G, y, beta)), d) + bound)
+            ys = [family.multiplier(V, rho) for family, V in zip(splits, it.V, strict=True)]
+            bound = 0.0
+            for family, y, aux in zip(splits, ys, it.aux, strict=True):
+                if family.certified_infeasible(y, d):
+                    raise ValueError(family.infeasible_message(d))
+                bound += family.support(y, aux, rho)
+            upper = min(upper, _top_sum(_sym(S - _adjoint(splits, ys)), d) + bound)
             if best is not None:
                 scale = max(abs(best[0]), abs(upper), np.finfo(float).tiny)
                 gap = upper - best[0]
@@ -597,13 +519,13 @@ def solve_fantope_admm(S, factors, mean_vectors, limits, d, mu, tol, max_iter, s
                 progress.report(n_iter, best[0], upper, gap / scale, rho, converged)
                 if converged:
                     break
-        parts, P, FP, gP = _p_step(it, S, rho, normal, lmis, G)
+        parts, P, AP = _p_step(it, S, rho, normal, splits)
         if check and previous is not None:
-            factor = _rho_factor(it, previous, P, FP, gP, lmis, G)
+            factor = _rho_factor(it, previous, P, AP, splits)
             if factor != 1.0:
                 rho *= factor
-                it.scale_duals(factor)
-                parts, *_ = _p_step(it, S, rho, normal, lmis, G)
+                it.scale_duals(factor, splits)
+                parts, *_ = _p_step(it, S, rho, normal, splits)
                 if anderson is not None:
                     anderson.reset()
         t_next = layout.pack(parts)
@@ -611,44 +533,64 @@ def solve_fantope_admm(S, factors, mean_vectors, limits, d, mu, tol, max_iter, s
         previous = it
     if best is None:
         raise NoFeasiblePointError(
-            f"the ADMM found no point meeting the mean constraints in {n_iter} iterations, "
-            f"and fewer than d={d} directions are orthogonal to every mean difference: the "
-            "constraints may be infeasible"
+            f"the ADMM found no point meeting "
+            f"{' and '.join(family.description for family in hard)} in {n_iter} iterations"
+            + "".join(family.no_point_reason(d) for family in hard)
         )
     objective, Wf, core = best
-    y = [rho * v for v in it.V]
-    beta = None if G is None else np.clip(rho * it.u, 0.0, None)
-    state = _ADMMState(it.X, it.Z, it.w, it.U, it.V, it.u, rho)
-    return finish(Wf, core, objective, upper, n_iter, converged, y, beta, state)
+    ys = [family.multiplier(V, rho) for family, V in zip(splits, it.V, strict=True)]
+    state = _ADMMState(it.X, it.Z, it.U, it.V, rho)
+    return finish(Wf, core, objective, upper, n_iter, converged, ys, state)
 
 
-def _objective(S, lmis, mu, W, core):
-    """The SDP objective ``<S, P> - mu sum_k ||F_k P||_2^2`` at ``P = W core W^T``."""
+def _feasible_point(hard, W, values):
+    """A point ``(W', core)`` meeting every hard family near ``X = W diag(values) W^T``, or None.
+
+    Each family in turn moves the point onto its set (:meth:`make_feasible`);
+    with several, the earlier ones are checked again at the end.
+    """
+    if not hard:
+        return W, np.diag(values)
+    point = None
+    for i, family in enumerate(hard):
+        if i:
+            inner_values, inner = eigh(point[1])
+            W, values = point[0] @ inner, inner_values
+        point = family.make_feasible(W, values)
+        if point is None:
+            return None
+    if not all(family.satisfied(*point) for family in hard[:-1]):
+        return None
+    return point
+
+
+def _objective(S, families, W, core):
+    """The SDP objective ``<S, P> - sum_f h_f(A_f(P))`` at a feasible ``P = W core W^T``."""
     objective = float(np.sum((W.T @ S @ W) * core))
-    if lmis:
-        objective -= mu * _penalties(lmis, W, core).sum()
+    for family in families:
+        if not family.hard:
+            objective -= family.penalty(W, core)
     return objective
 
 
-def _first_iterates(S, lmis, G, limits, d, state):
-    """The first ``t = (X + U, Z_k + V_k, w + u)`` and ``rho``: from ``state`` or a warm start.
+def _first_iterates(S, families, d, state):
+    """The first ``t = (X + U, Z_f + V_f)`` and ``rho``: from ``state`` or a warm start.
 
     The warm start is PCA, the top-``d`` eigenprojector of ``S``, with every
-    multiplier zero. (Starting from the restoration point instead, which meets
-    the mean constraints, took more iterations on most problems of
-    ``benchmarks/convex_admm.py --suite``: 3100 against 1910 at p = 300; it
-    serves as the first certified point instead.)
+    multiplier zero and ``Z_f`` the family's prox of ``A_f(X)``. (Starting
+    from the restoration point instead, which meets the mean constraints, took
+    more iterations on most problems of ``benchmarks/convex_admm.py --suite``:
+    3100 against 1910 at p = 300; it serves as the first certified point
+    instead.)
     """
     if state is not None:
-        parts = [state.X + state.U] + [z + v for z, v in zip(state.Z, state.V, strict=True)]
-        if state.w is not None:
-            parts.append(state.w + state.u)
+        parts = [state.X + state.U] + [
+            z + v for Z, V in zip(state.Z, state.V, strict=True) for z, v in zip(Z, V, strict=True)
+        ]
         return parts, state.rho
     _, vectors = top_eigh(S, d)
     X = vectors @ vectors.T
-    parts = [X] + [np.asarray(F @ X) for F in lmis]
-    if G is not None:
-        parts.append(np.minimum(np.einsum("ja,ab,jb->j", G, X, G), limits))
+    parts = [X] + [block for family in families for block in family.first_blocks(X)]
     return parts, _RHO_START * max(np.linalg.norm(S, 2), np.finfo(float).tiny)
 
 
@@ -679,23 +621,24 @@ class _Progress:
         )
 
 
-def _rho_factor(it, previous, P, FP, gP, lmis, G):
+def _rho_factor(it, previous, P, AP, families):
     """Factor by which residual balancing changes ``rho`` (1 when the residuals are balanced).
 
-    The primal residual is ``t_next - t`` (``P - X``, ``F_k P - Z_k``,
-    ``g^T P g - w``), the dual one the change of the projected blocks since the
-    last iteration mapped through the constraints, each relative to its scale.
+    The primal residual is ``t_next - t`` (``P - X``, ``A_f(P) - Z_f``), the
+    dual one the change of the projected blocks since the last iteration
+    mapped through the constraints, each relative to its scale.
     """
     primal = [np.linalg.norm(P - it.X)] + [
-        np.linalg.norm(f - z) for f, z in zip(FP, it.Z, strict=True)
+        np.linalg.norm(a - z)
+        for A, Z in zip(AP, it.Z, strict=True)
+        for a, z in zip(A, Z, strict=True)
     ]
-    if G is not None:
-        primal.append(np.linalg.norm(gP - it.w))
-    changes = [z - zo for z, zo in zip(it.Z, previous.Z, strict=True)]
-    dual_change = (
-        it.X - previous.X + _adjoint(lmis, G, changes, None if G is None else it.w - previous.w)
-    )
-    scaled_dual = it.U + _adjoint(lmis, G, it.V, it.u)
+    changes = [
+        [z - zo for z, zo in zip(Z, Zo, strict=True)]
+        for Z, Zo in zip(it.Z, previous.Z, strict=True)
+    ]
+    dual_change = it.X - previous.X + _adjoint(families, changes)
+    scaled_dual = it.U + _adjoint(families, it.V)
     r_primal = np.linalg.norm(primal) / max(np.linalg.norm(P), np.linalg.norm(it.X), 1e-300)
     r_dual = np.linalg.norm(dual_change) / max(np.linalg.norm(scaled_dual), 1e-300)
     if r_primal > 0 and r_dual > 0:

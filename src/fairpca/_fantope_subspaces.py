@@ -17,18 +17,12 @@ import logging
 
 import numpy as np
 
-from fairpca._fantope_admm import (
-    FantopeADMMResult,
-    _covariance_bounds,
-    _lmi_blocks,
-    _nuclear_norm,
-    solve_fantope_admm,
-)
-from fairpca._fantope_feasible import restoration_point
+from fairpca._fantope_admm import FantopeADMMResult, solve_fantope_admm
+from fairpca._fantope_constraints import CovarianceLMIs, MeanConstraints
 from fairpca._fantope_prox import _sym
 from fairpca._linalg import top_eigh
 
-__all__ = ["solve_fpca_sdp"]
+__all__ = ["solve_fantope_sdp", "solve_fpca_sdp"]
 
 logger = logging.getLogger(__name__)
 
@@ -45,33 +39,27 @@ _STALLED_DIRECTION = 1e-8
 #: of a round while the subspace is still growing.
 _FIRST_ROUND_TOL = 1e-3
 _ROUND_ITERATIONS = 500
-#: Longest row ``c g`` of a scaled mean constraint (see :func:`_mean_constraints`).
-_ROW_NORM_CAP = 3.0
 #: Share of the coordinates beyond which the full problem is solved directly.
 _MAX_SHARE = 0.3
 
 
-def _restricted_problem(S, lmis, G, B):
-    """The SDP restricted to ``P = B P' B^T``: ``B^T S B``, ``Q_k, R_k`` of ``F_k B``, ``G B``.
+def _restricted_problem(S, constraints, B):
+    """The SDP restricted to ``P = B P' B^T``: ``B^T S B`` and each family's restriction.
 
-    ``||F_k B P' B^T||_2 = ||R_k P'||_2``, so the restricted problem is the
-    same SDP in ``B.shape[1]`` coordinates with square factors.
+    For the covariance LMIs ``F_k B = Q_k R_k`` and ``||F_k B P' B^T||_2 =
+    ||R_k P'||_2``, for the mean constraints the rows ``G B``: the restricted
+    problem is the same SDP in ``B.shape[1]`` coordinates.
     """
-    Qs, Rs = [], []
-    for F in lmis:
-        Qk, Rk = np.linalg.qr(np.asarray(F @ B))
-        Qs.append(Qk)
-        Rs.append(Rk)
-    return _sym(B.T @ S @ B), Qs, Rs, (None if G is None else G @ B)
+    return _sym(B.T @ S @ B), [family.restrict(B) for family in constraints]
 
 
-def _full_bound(S, lmis, G, limits, B, Qs, result, mu, d, n_vectors):
+def _full_bound(S, restricted, result, d, n_vectors):
     """Lagrangian upper bound of the full SDP from a restricted solve's multipliers.
 
-    The restricted multiplier ``y'_k`` of ``R_k P' = Z'_k`` is the full
-    ``y_k = Q_k y'_k B^T`` (same nuclear norm), so the bound of
-    :mod:`fairpca._fantope_admm` applies with ``sym(sum_k F_k^T y_k) = sym(T B^T)``,
-    ``T = sum_k (F_k^T Q_k) y'_k``.
+    Each restricted family lifts its multiplier to the full problem
+    (:meth:`~fairpca._fantope_constraints.ConstraintFamily.lifted_adjoint`;
+    for the LMIs ``y_k = Q_k y'_k B^T``, of the same nuclear norm), so the
+    bound of :mod:`fairpca._fantope_admm` applies.
 
     Returns
     -------
@@ -82,58 +70,47 @@ def _full_bound(S, lmis, G, limits, B, Qs, result, mu, d, n_vectors):
     """
     C = S.copy()
     bound = 0.0
-    if lmis:
-        T = sum(F.adjoint(Qk) @ yk for F, Qk, yk in zip(lmis, Qs, result.multipliers, strict=True))
-        C -= _sym(T @ B.T)
-        bound += sum(_nuclear_norm(yk) ** 2 for yk in result.multipliers) / (4 * mu)
-    if G is not None:
-        beta = result.mean_multipliers
-        C -= (G.T * beta) @ G
-        bound += beta @ limits
+    for family, y in zip(restricted, result.multipliers, strict=True):
+        if family.active:
+            C -= family.lifted_adjoint(y)
+            bound += family.support(y)
     values, vectors = top_eigh(_sym(C), n_vectors)
     return float(values[:d].sum()) + bound, vectors
-
-
-def _mean_constraints(mean_vectors, delta):
-    """The constraints ``g^T P g <= delta^2`` as ``(c g)^T P (c g) <= (c delta)^2``.
-
-    On the Fantope ``g^T P g <= ||g||^2``, so those with ``delta >= ||g||``
-    never bind and are dropped. The scale is ``c = min(1 / delta,
-    _ROW_NORM_CAP / ||g||)``: a unit limit, unless the row would then be
-    longer than ``_ROW_NORM_CAP``. Unit limits converged in fewer ADMM
-    iterations than unit rows (``benchmarks/convex_admm.py`` data, p = 60 and
-    100); but the rows are the ADMM's coefficients of ``P`` in the splitting
-    ``g^T P g = w``, and with long ones that block dwarfs the others: on
-    COMPAS's 17 numeric columns (standardised, six groups; ``||g|| / delta``
-    from 3 to 27) unit limits left a certified gap of 0.2 after 10,000
-    iterations, rows capped at 2-4 converged in 1,400-1,600.
-    """
-    if mean_vectors is None or not len(mean_vectors):
-        return None, None
-    norms = np.linalg.norm(mean_vectors, axis=1)
-    keep = norms > delta
-    if not keep.any():
-        return None, None
-    scale = np.minimum(1.0 / delta, _ROW_NORM_CAP / norms[keep])
-    return mean_vectors[keep] * scale[:, None], (scale * delta) ** 2
 
 
 def solve_fpca_sdp(S, factors, mean_vectors, d, mu, delta, tol, max_iter):
     """Solve the FPCA SDP of the module docstring, to a certified relative gap ``tol``.
 
+    The constraint families (:class:`CovarianceLMIs` of ``factors`` with
+    weight ``mu``, :class:`MeanConstraints` of ``mean_vectors`` within
+    ``delta``) solved by :func:`solve_fantope_sdp`.
+
+    Parameters and returns as :func:`solve_fantope_admm`, with the covariance
+    LMIs given as ``factors`` (``[F+, F-]`` of each pair) and ``mu``, the mean
+    constraints as ``mean_vectors`` and ``delta``; ``bounds`` of the result are
+    the LMIs' values.
+    """
+    constraints = [CovarianceLMIs(factors, mu)]
+    mean = MeanConstraints.scaled(mean_vectors, delta)
+    if mean is not None:
+        constraints.append(mean)
+    result = solve_fantope_sdp(S, constraints, d, tol, max_iter)
+    result.bounds = result.values[0]
+    return result
+
+
+def solve_fantope_sdp(S, constraints, d, tol, max_iter):
+    """Solve ``max <S, P> - sum_f h_f(A_f(P))`` over the Fantope, to a relative gap ``tol``.
+
     The ADMM of :func:`solve_fantope_admm`, on growing subspaces beyond
     ``_SUBSPACE_FROM`` coordinates (:func:`_solve_on_subspaces`).
-
-    Parameters and returns as :func:`solve_fantope_admm`, with the mean
-    constraints given as ``mean_vectors`` and ``delta``.
     """
-    G, limits = _mean_constraints(mean_vectors, delta)
     if S.shape[0] <= _SUBSPACE_FROM:
-        return solve_fantope_admm(S, factors, G, limits, d, mu, tol, max_iter)
-    return _solve_on_subspaces(S, factors, G, limits, d, mu, tol, max_iter)
+        return solve_fantope_admm(S, constraints, d, tol, max_iter)
+    return _solve_on_subspaces(S, constraints, d, tol, max_iter)
 
 
-def _solve_on_subspaces(S, factors, G, limits, d, mu, tol, max_iter):
+def _solve_on_subspaces(S, constraints, d, tol, max_iter):
     """Solve the FPCA SDP on a growing subspace.
 
     The SDP is solved by ADMM restricted to ``P = B P' B^T`` for an
@@ -154,26 +131,27 @@ def _solve_on_subspaces(S, factors, G, limits, d, mu, tol, max_iter):
     ADMM iterations of every round.
     """
     q = S.shape[0]
-    slots, operators, lmis = _lmi_blocks(factors, mu)
     n_vectors = min(q, d + _SUBSPACE_STEP)
     _, B = top_eigh(S, min(q, _SUBSPACE_START + d))
-    if G is not None:
-        # The restoration point's directions keep every restricted problem feasible.
-        B, _ = np.linalg.qr(np.hstack((B, restoration_point(S, G, d)[0])))
+    # The restoration points' directions keep every restricted problem feasible.
+    hard = [family for family in constraints if family.active and family.hard]
+    directions = [family.restoration_directions(S, d) for family in hard]
+    directions = [found for found in directions if found is not None]
+    if directions:
+        B, _ = np.linalg.qr(np.hstack((B, *directions)))
     state, total, upper, inner_tol = None, 0, np.inf, max(tol, _FIRST_ROUND_TOL)
     settled = False  # whether the last round added no direction
     previous_gap = np.inf
     while True:
-        S_r, Qs, Rs, G_r = _restricted_problem(S, lmis, G, B)
+        S_r, restricted = _restricted_problem(S, constraints, B)
         if state is not None:
-            state = state.padded(B.shape[1], [Rk.shape[0] for Rk in Rs])
+            shapes = [family.shapes() for family in restricted if family.active]
+            state = state.padded(B.shape[1], shapes)
         budget = max_iter - total if settled else min(max_iter - total, _ROUND_ITERATIONS)
-        result = solve_fantope_admm(
-            S_r, [[Rk] for Rk in Rs], G_r, limits, d, mu, inner_tol, budget, state
-        )
+        result = solve_fantope_admm(S_r, restricted, d, inner_tol, budget, state)
         total += result.n_iter
         state = result.state
-        bound, vectors = _full_bound(S, lmis, G, limits, B, Qs, result, mu, d, n_vectors)
+        bound, vectors = _full_bound(S, restricted, result, d, n_vectors)
         upper = min(upper, bound)
         scale = max(abs(result.objective), abs(upper), np.finfo(float).tiny)
         gap = upper - result.objective
@@ -203,7 +181,7 @@ def _solve_on_subspaces(S, factors, G, limits, d, mu, tol, max_iter):
             # The subspace holds the bound's directions: only accuracy is missing.
             continue
         if B.shape[1] + outside.shape[1] > _MAX_SHARE * q:
-            return solve_fantope_admm(S, factors, G, limits, d, mu, tol, max_iter - total)
+            return solve_fantope_admm(S, constraints, d, tol, max_iter - total)
         new, _ = np.linalg.qr(outside - B @ (B.T @ outside))
         new, _ = np.linalg.qr(new - B @ (B.T @ new))  # once more, for orthogonality to rounding
         B = np.hstack((B, new))
@@ -212,9 +190,8 @@ def _solve_on_subspaces(S, factors, G, limits, d, mu, tol, max_iter):
         result.objective,
         upper,
         max(upper - result.objective, 0.0),
-        _covariance_bounds(slots, operators, len(factors), B, result.P),
+        [family.value(B, result.P) for family in constraints],
         total,
         bool(converged),
-        [],
-        None,
+        [None] * len(constraints),
     )

@@ -37,6 +37,8 @@ from sklearn.exceptions import ConvergenceWarning
 from fairpca._base import FairPCABase
 from fairpca._config import document_require_groups
 from fairpca._fantope_admm import NoFeasiblePointError
+from fairpca._fantope_constraints import _ADMM_COPIES as _ADMM_COPIES  # the budget's count
+from fairpca._fantope_constraints import CovarianceLMIs, MeanConstraints
 from fairpca._fantope_subspaces import solve_fpca_sdp
 from fairpca._linalg import row_space
 from fairpca._validation import MAX_DENSE_MOMENT_BYTES, check_number
@@ -61,7 +63,7 @@ _SOLVER_OPTIONS = {
 
 def _lmi_sizes(q, factors):
     """Sizes of the LMI blocks of the SDP in ``q`` coordinates: ``q`` plus each factor's rows."""
-    return [q + F.shape[0] for pair in factors for F in pair if F is not None]
+    return CovarianceLMIs.block_sizes(q, factors)
 
 
 def _check_lmi_work(q, factors, max_features, n_groups):
@@ -95,11 +97,6 @@ def _check_lmi_work(q, factors, max_features, n_groups):
 #: within near-tied eigenspaces).
 _EIGEN_ACCURACY = 50
 
-#: Arrays of the size of the LMI factors the ADMM holds at once: the factors, the
-#: blocks ``Z_k`` and ``V_k``, their part of ``t`` and the products ``F_k P`` formed
-#: in an iteration (counted generously: a refusal must come before the allocation).
-_ADMM_COPIES = 8
-
 
 def _memory_needs(n_features, n_groups, covariances, mean_constraints):
     """Bytes of each array of the fit that grows with the number of groups, at most.
@@ -132,16 +129,10 @@ def _memory_needs(n_features, n_groups, covariances, mean_constraints):
     pairs = k * (k - 1) // 2
     needs = [("pairwise mean differences", 8 * pairs * (p + 2))]
     if mean_constraints:
-        needs.append(("mean constraints' normal equations", 8 * pairs * (pairs + 2 * p)))
+        needs += MeanConstraints.memory_needs(p, pairs)
     if covariances:
-        needs += [
-            ("group covariances", 8 * k * p * p),
-            ("pairwise covariance differences", 8 * pairs * p * p),
-            (
-                "covariance LMI blocks and their solver iterates",
-                8 * _ADMM_COPIES * 2 * pairs * p * p,
-            ),
-        ]
+        needs += [("group covariances", 8 * k * p * p)]
+        needs += CovarianceLMIs.memory_needs(p, pairs)
     return needs
 
 
