@@ -585,3 +585,28 @@ def test_cli_shows_the_worse_off_group_in_every_output(monkeypatch, tmp_path):
     assert cells[1].startswith(' class="worse-off">') and "▲" in cells[1]  # small
     assert "worse-off" not in panel.split("<th>PCA</th>")[1].split("</tr>")[0]
     assert "served worse than under PCA" in html
+
+
+def test_a_metric_added_to_the_registry_is_a_column_of_the_comparison(monkeypatch, data):
+    # Adding a metric is its function and its row: compare's table, its legend and
+    # the own-criterion flag (in the metric's direction) follow the registry.
+    from fairpca.compare import result_flags
+    from fairpca.metrics import describe_metric
+    from fairpca.metrics._registry import METRICS, Metric
+
+    X, s, y = data
+    _use_methods(monkeypatch, [_Balanced])
+    row = Metric(
+        "toy_kept",
+        lambda evaluation: 1.0 if isinstance(evaluation.projection, _Balanced) else 2.0,
+        "a test metric",
+        "higher",
+        "fraction",
+        optimised_by=("_Balanced",),
+    )
+    monkeypatch.setitem(METRICS, "toy_kept", row)
+    table = compare_methods(X, s, y).table
+    assert table.loc["PCA", "toy_kept"] == 2.0 and table.loc["_Balanced", "toy_kept"] == 1.0
+    assert describe_metric("toy_kept") == "toy_kept: a test metric (higher is better; fraction)"
+    # Higher is better: 1 < PCA's 2 is worse than PCA.
+    assert "worse-than-PCA:toy_kept" in result_flags(table)["_Balanced"]

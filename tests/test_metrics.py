@@ -1,5 +1,6 @@
 """Tests of fairpca.metrics against independent computations."""
 
+import dataclasses
 import itertools
 import subprocess
 import sys
@@ -802,3 +803,140 @@ def test_representation_metrics_accept_any_fitted_transformer():
     assert table.loc["kernel", "n_components"] == 2 and table.loc["erasure", "n_components"] == 5
     with pytest.raises(NotFittedError):
         mmd2(X, s, LinearErasure())
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_downstream_gaps_equal_fairlearns(seed):
+    import fairlearn.metrics as flm
+
+    from fairpca.metrics._classifier import prediction_scores
+
+    rng = np.random.default_rng(seed)
+    n, k = 300, 2 + seed
+    codes = rng.integers(0, k, n)
+    y = rng.integers(0, 2, n)
+    predicted = (rng.random(n) < 0.2 + 0.15 * codes).astype(int)
+    scores = prediction_scores(y, predicted, codes)
+    for metric in (
+        "demographic_parity_difference",
+        "equal_opportunity_difference",
+        "equalized_odds_difference",
+    ):
+        expected = getattr(flm, metric)(y, predicted, sensitive_features=codes)
+        assert scores[metric] == pytest.approx(expected, abs=1e-12)
+    # A group without positives: the rates it needs are undefined.
+    y[codes == 0] = 0
+    scores = prediction_scores(y, predicted, codes)
+    assert np.isnan(scores["equal_opportunity_difference"])
+    assert np.isnan(scores["equalized_odds_difference"])
+    assert np.isfinite(scores["demographic_parity_difference"])
+
+
+def test_held_out_downstream_classifier_trains_on_the_training_representation():
+    from fairpca.metrics._classifier import (
+        group_prediction_rates,
+        held_out_predictions,
+        prediction_scores,
+    )
+
+    X, s, y = make_gaussian_groups(n_samples=400, random_state=1, return_target=True)
+    pca = PCA(n_components=2).fit(X[:300])
+    classifier = LogisticRegression()
+    predicted = held_out_predictions(pca, X[:300], y[:300], X[300:], classifier)
+    by_hand = LogisticRegression().fit(pca.transform(X[:300]), y[:300])
+    np.testing.assert_array_equal(predicted, by_hand.predict(pca.transform(X[300:])))
+    assert not hasattr(classifier, "coef_")  # cloned, not fitted in place
+    scores = prediction_scores(y[300:], predicted, s[300:])
+    assert scores["accuracy"] == np.mean(predicted == y[300:])
+    assert scores["positive_rate"] == np.mean(predicted)
+    rates = group_prediction_rates(y[300:], predicted, s[300:])
+    for g in np.unique(s):
+        rows = s[300:] == g
+        assert rates["positive_rate"][g] == pytest.approx(np.mean(predicted[rows]), abs=1e-15)
+        assert rates["accuracy"][g] == pytest.approx(
+            np.mean(predicted[rows] == y[300:][rows]), abs=1e-15
+        )
+    gap = max(rates["positive_rate"].values()) - min(rates["positive_rate"].values())
+    assert scores["demographic_parity_difference"] == pytest.approx(gap, abs=1e-15)
+
+
+def _registry_evaluation(y=None, projection=None):
+    from fairpca.metrics._registry import Evaluation
+
+    X, s, target = make_gaussian_groups(n_samples=240, random_state=2, return_target=True)
+    projection = PCA(n_components=2).fit(X) if projection is None else projection
+    return Evaluation(
+        X,
+        s,
+        projection,
+        y=target if y else None,
+        bandwidth=M.mmd_bandwidth(X, 2, random_state=0),
+        random_state=0,
+        cv=3,
+    )
+
+
+def test_every_registry_row_is_computed_on_tiny_data_as_its_direction_says():
+    from fairpca.metrics._registry import COLUMNS, METRICS
+
+    evaluation = _registry_evaluation(y=True)
+    direct = {
+        "explained_variance_ratio": M.explained_variance_ratio(evaluation.X, evaluation.projection),
+        "reconstruction_error_gap": M.reconstruction_error_gap(
+            evaluation.X, evaluation.s, evaluation.projection
+        ),
+        "max_marginal_loss": max(
+            M.marginal_loss(evaluation.X, evaluation.s, evaluation.projection).values()
+        ),
+        "mmd2": M.mmd2(
+            evaluation.X, evaluation.s, evaluation.projection, bandwidth=evaluation.bandwidth
+        ),
+    }
+    for key, metric in METRICS.items():
+        assert metric.key == key and metric.definition and metric.scale
+        assert metric.direction in ("lower", "higher", None)
+        value = metric.function(evaluation)
+        values = list(value.values()) if metric.per_group else [value]
+        assert values and np.all(np.isfinite(values)), key
+        if key in direct:
+            assert value == pytest.approx(direct[key], rel=1e-12)
+        if metric.fairness:
+            assert metric.direction == "lower" and metric.direction_text == "lower is fairer"
+            assert metric.worse(1.0, 0.5) and not metric.worse(0.5, 1.0)
+        if metric.bootstrap:
+            assert metric.fairness and not metric.per_group
+    assert METRICS["accuracy"].worse(0.5, 0.9)  # higher is better
+    for column in COLUMNS.values():
+        assert column.function is None and column.direction is None
+    # Unknown needs are refused when the row is written.
+    from fairpca.metrics._registry import Metric
+
+    with pytest.raises(ValueError, match="unknown needs"):
+        Metric("bad", None, "d", None, "", needs=frozenset({"labels"}))
+
+
+def test_a_metric_added_to_the_registry_appears_in_the_report_with_its_needs(monkeypatch):
+    from fairpca import LinearErasure
+    from fairpca.metrics._registry import METRICS, Metric, legend
+
+    X, s, y = make_gaussian_groups(n_samples=240, random_state=2, return_target=True)
+    calls = []
+
+    def toy(evaluation):
+        calls.append(evaluation.y is not None)
+        return 0.25
+
+    projections = {"PCA": PCA(2).fit(X), "LE": LinearErasure().fit(X, sensitive_features=s)}
+    linear = Metric(
+        "toy", toy, "a test metric", "lower", "fraction", needs=frozenset({"linear_projection"})
+    )
+    monkeypatch.setitem(METRICS, "toy", linear)
+    table = M.report(X, s, projections, random_state=0, cv=3)
+    assert table.loc["PCA", "toy"] == 0.25 and np.isnan(table.loc["LE", "toy"])
+    assert calls == [False]  # not called for a transformer that is not a linear projection
+    assert "toy: a test metric (lower is better; fraction)" in legend(table.columns)
+    # A row that needs the target is left out without one, present with one.
+    monkeypatch.setitem(METRICS, "toy", dataclasses.replace(linear, needs=frozenset({"y"})))
+    assert "toy" not in M.report(X, s, projections, random_state=0, cv=3)
+    with_y = M.report(X, s, projections, y=y, random_state=0, cv=3)
+    assert (with_y["toy"] == 0.25).all()

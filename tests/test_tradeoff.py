@@ -1,5 +1,6 @@
 """Trade-off curves: the frontier, selection, bootstrap coverage and the held-out numbers."""
 
+import dataclasses
 import itertools
 import warnings
 
@@ -225,27 +226,6 @@ def test_default_grid_names_every_method_knob():
     assert list(itertools.chain(*DEFAULT_GRIDS["MeanMatchingFairPCA"].values()))[-1] == np.inf
 
 
-@pytest.mark.parametrize("seed", range(4))
-def test_downstream_gaps_equal_fairlearns(seed):
-    import fairlearn.metrics as flm
-
-    from fairpca.tradeoff import _DOWNSTREAM, _downstream
-
-    rng = np.random.default_rng(seed)
-    n, k = 300, 2 + seed
-    codes = rng.integers(0, k, n)
-    y = rng.integers(0, 2, n)
-    predicted = (rng.random(n) < 0.2 + 0.15 * codes).astype(int)
-    for metric in _DOWNSTREAM:
-        expected = getattr(flm, metric)(y, predicted, sensitive_features=codes)
-        assert _downstream(y, predicted, codes, metric) == pytest.approx(expected, abs=1e-12)
-    # A group without positives: the rates it needs are undefined.
-    y[codes == 0] = 0
-    assert np.isnan(_downstream(y, predicted, codes, "equal_opportunity_difference"))
-    assert np.isnan(_downstream(y, predicted, codes, "equalized_odds_difference"))
-    assert np.isfinite(_downstream(y, predicted, codes, "demographic_parity_difference"))
-
-
 def test_tradeoff_panel_marks_the_setting_that_serves_a_group_worse(monkeypatch, tmp_path):
     from click.testing import CliRunner
 
@@ -273,3 +253,37 @@ def test_tradeoff_panel_marks_the_setting_that_serves_a_group_worse(monkeypatch,
     panel = html.split('<table class="group-panel">')[1].split("</table>")[0]
     row = panel.split("<th>_ServesTheLargestGroup</th>")[1].split("</tr>")[0]
     assert row.count('class="worse-off"') == 1 and row.split("<td")[2].count("▲") == 1
+
+
+def test_a_metric_added_to_the_registry_is_swept_by_the_curve(monkeypatch):
+    # Adding a metric is its function and its row: the curve offers and bootstraps it.
+    from fairpca.metrics._registry import METRICS, Metric
+
+    def toy(evaluation):  # the share of rows of the first group: needs only the rows
+        return float(np.mean(evaluation.codes == 0))
+
+    row = Metric(
+        "toy_share",
+        toy,
+        "share of the first group",
+        "lower",
+        "fraction",
+        fairness=True,
+        bootstrap=True,
+    )
+    monkeypatch.setitem(METRICS, "toy_share", row)
+    X, s, y = make_gaussian_groups(n_samples=200, random_state=0, return_target=True)
+    curve = tradeoff_curve(
+        X, s, estimators={"PCA": PCA(2)}, metrics=["toy_share"], n_bootstrap=5, random_state=0
+    )
+    for column in ("toy_share", "toy_share_low", "toy_share_high"):
+        assert column in curve
+    assert curve.loc[0, "toy_share"] == pytest.approx(np.mean(make_split(X, s).s_test == s.min()))
+    # A registry row that needs the target is refused without one, by its needs.
+    monkeypatch.setitem(METRICS, "toy_share", dataclasses.replace(row, needs=frozenset({"y"})))
+    with pytest.raises(ValueError, match="need a binary target"):
+        tradeoff_curve(X, s, estimators={"PCA": PCA(2)}, metrics=["toy_share"], n_bootstrap=5)
+    # Rows not marked for the bootstrap are not offered.
+    monkeypatch.setitem(METRICS, "toy_share", dataclasses.replace(row, bootstrap=False))
+    with pytest.raises(ValueError, match="toy_share"):
+        tradeoff_curve(X, s, estimators={"PCA": PCA(2)}, metrics=["toy_share"], n_bootstrap=5)

@@ -33,6 +33,7 @@ from fairpca._fitting import fit_estimator as _fit  # noqa: F401 - the old priva
 from fairpca._group_outcomes import WORSE_OFF_COLUMN, group_outcomes, worse_off_groups
 from fairpca._registry import all_estimators
 from fairpca._split import Split
+from fairpca.metrics._registry import METRICS, own_criterion
 from fairpca.table import is_numeric_column as _is_numeric
 
 if TYPE_CHECKING:
@@ -49,7 +50,6 @@ __all__ = [
     "every_method_table",
     "failure_reason",
     "fit_method",
-    "fit_methods",
     "make_methods",
     "make_split",
     "noisy_groups",
@@ -490,16 +490,10 @@ def _dense(X):
     return X.toarray() if sparse.issparse(X) else np.asarray(X)
 
 
-#: The criterion each method optimises, as a column of the report (lower is fairer).
+#: The criterion each method optimises, as a column of the report: read from the
+#: metric registry's ``optimised_by`` (:mod:`fairpca.metrics._registry`).
 OWN_CRITERION = {
-    "MinMaxLossFairPCA": "max_marginal_loss",
-    "MMDFairPCA": "mmd2",
-    "RobustFairPCA": "reconstruction_error_gap",
-    "ParetoFairPCA": "max_abs_pairwise_disparity_error",
-    "ConvexFairPCA": "mmd2",
-    "MeanMatchingFairPCA": "group_separability",
-    "FairKernelPCA": "group_separability",
-    "LinearErasure": "group_separability",
+    method: metric.name for metric in METRICS.values() for method in metric.optimised_by
 }
 
 #: Groups with fewer held-out rows than this make per-group numbers noisy.
@@ -516,16 +510,18 @@ def result_flags(table: pd.DataFrame) -> dict[str, list[str]]:
         one class for every held-out row (its parity gaps are 0 without saying
         anything about fairness), ``"worse-than-PCA:<column>"`` when a fair
         method does worse than PCA on the held-out value of its own criterion
-        (:data:`OWN_CRITERION`).
+        (the registry's ``optimised_by``, :data:`OWN_CRITERION`), in the
+        metric's direction.
     """
     flags = {name: [] for name in table.index}
     for name in table.index:
         rate = table.loc[name, "positive_rate"] if "positive_rate" in table else np.nan
         if rate in (0.0, 1.0):
             flags[name].append("single-class")
-        column = OWN_CRITERION.get(str(name))
+        criterion = own_criterion(str(name))
+        column = None if criterion is None else criterion.name
         if column in table and "PCA" in table.index:
-            if table.loc[name, column] > table.loc["PCA", column]:
+            if criterion.worse(table.loc[name, column], table.loc["PCA", column]):
                 flags[name].append(f"worse-than-PCA:{column}")
     return flags
 

@@ -34,6 +34,8 @@ from fairpca._group_outcomes import (
     worse_off_groups,
 )
 from fairpca.compare import make_methods, make_split
+from fairpca.metrics._classifier import held_out_predictions
+from fairpca.metrics._registry import METRICS, Evaluation, bootstrap_metrics_names
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -64,19 +66,26 @@ DEFAULT_GRIDS = {
     "StreamingFairPCA": {"unfair_rank": [0, 1, 2, 4, 8]},
 }
 
-#: Fairness metrics (lower is fairer) :func:`tradeoff_curve` evaluates. The
-#: last three need a binary target: a classifier is trained on the training
-#: representation and its held-out predictions are scored.
-FAIRNESS_METRICS = (
-    "reconstruction_error_gap",
-    "max_marginal_loss",
-    "mmd2",
-    "demographic_parity_difference",
-    "equal_opportunity_difference",
-    "equalized_odds_difference",
-)
-_DOWNSTREAM = FAIRNESS_METRICS[3:]
+#: Fairness metrics (lower is fairer) :func:`tradeoff_curve` evaluates: the rows of
+#: the metric registry marked ``bootstrap`` (:mod:`fairpca.metrics._registry`). Those
+#: that need a binary target (the downstream ones) score a classifier trained on the
+#: training representation on the held-out rows.
+FAIRNESS_METRICS = bootstrap_metrics_names()
+#: The quality axis of every curve (higher keeps more).
 QUALITY = "explained_variance_ratio"
+
+
+def _needing(metrics, need):
+    """The metrics among ``metrics`` whose registry row needs ``need``."""
+    return [m for m in metrics if need in METRICS[m].needs]
+
+
+def _check_metrics(metrics):
+    """Refuse names that are not bootstrap metrics of the registry (read at call time)."""
+    valid = bootstrap_metrics_names()
+    unknown = [m for m in metrics if m not in valid]
+    if unknown or not metrics:
+        raise ValueError(f"metrics must name at least one of {list(valid)}; unknown: {unknown}.")
 
 
 def frontier_mask(quality: ArrayLike, costs: ArrayLike) -> np.ndarray:
@@ -114,61 +123,10 @@ def _stratified_resamples(codes, n_bootstrap, rng):
         yield np.concatenate([rng.choice(rows, size=len(rows)) for rows in members])
 
 
-def _rate_gap(predicted, codes, n_groups, rows=None):
-    """Largest minus smallest group rate of ``predicted == 1`` among ``rows``.
-
-    NaN when a group has none of ``rows``.
-    """
-    weights = np.ones(len(codes)) if rows is None else rows.astype(float)
-    totals = np.bincount(codes, weights=weights, minlength=n_groups)
-    if np.any(totals == 0):
-        return np.nan
-    rates = np.bincount(codes, weights=weights * predicted, minlength=n_groups) / totals
-    return float(rates.max() - rates.min())
-
-
-def _downstream(y, predicted, codes, metric):
-    """ΔDP, equal-opportunity or equalised-odds difference across groups.
-
-    Fairlearn's definitions (``method="between_groups"``): the gap in the
-    groups' positive-prediction rate, true-positive rate, or the larger of
-    the true- and false-positive-rate gaps; NaN when a resample leaves a
-    group without the rows a rate needs. Computed with ``bincount``: called
-    once per bootstrap resample, where fairlearn's MetricFrame costs
-    milliseconds per call (tested equal to fairlearn's).
-    """
-    k = int(codes.max()) + 1
-    predicted = np.asarray(predicted, dtype=float)
-    if metric == "demographic_parity_difference":
-        return _rate_gap(predicted, codes, k)
-    true_positive = _rate_gap(predicted, codes, k, rows=y == 1)
-    if metric == "equal_opportunity_difference":
-        return true_positive
-    return float(np.max([true_positive, _rate_gap(predicted, codes, k, rows=y == 0)]))
-
-
 def _evaluate(projection, X, s, metrics, bandwidth, y=None, predicted=None):
-    """Held-out quality and fairness of one fitted projection on rows ``X``."""
-    from fairpca._validation import check_sensitive_features
-    from fairpca.metrics import (
-        explained_variance_ratio,
-        marginal_loss,
-        mmd2,
-        reconstruction_error_gap,
-    )
-
-    values = {QUALITY: explained_variance_ratio(X, projection)}
-    for metric in metrics:
-        if metric == "reconstruction_error_gap":
-            values[metric] = reconstruction_error_gap(X, s, projection)
-        elif metric == "max_marginal_loss":
-            values[metric] = max(marginal_loss(X, s, projection).values())
-        elif metric == "mmd2":
-            values[metric] = mmd2(X, s, projection, bandwidth=bandwidth)
-        else:
-            codes = check_sensitive_features(s, X.shape[0])[1]
-            values[metric] = _downstream(y, predicted, codes, metric)
-    return values
+    """Held-out quality and fairness of one fitted projection on rows ``X`` (the registry's)."""
+    evaluation = Evaluation(X, s, projection, y=y, predicted=predicted, bandwidth=bandwidth)
+    return {name: METRICS[name].function(evaluation) for name in (QUALITY, *metrics)}
 
 
 def bootstrap_metrics(
@@ -220,13 +178,15 @@ def bootstrap_metrics(
     """
     from fairpca._validation import check_data, check_number, check_sensitive_features
 
-    unknown = [m for m in metrics if m not in FAIRNESS_METRICS]
+    valid = bootstrap_metrics_names()
+    unknown = [m for m in metrics if m not in valid]
     if unknown:
-        raise ValueError(f"unknown metric(s) {unknown}; choose from {list(FAIRNESS_METRICS)}.")
-    if any(m in _DOWNSTREAM for m in metrics) and (y is None or predicted is None):
+        raise ValueError(f"unknown metric(s) {unknown}; choose from {list(valid)}.")
+    if _needing(metrics, "y") and (y is None or predicted is None):
         raise ValueError("downstream metrics need y and a classifier's predictions.")
-    if "mmd2" in metrics and bandwidth is None:
-        raise ValueError("mmd2 needs a bandwidth shared by every resample.")
+    for name in _needing(metrics, "bandwidth"):
+        if bandwidth is None:
+            raise ValueError(f"{name} needs a bandwidth shared by every resample.")
     check_number(n_bootstrap, "n_bootstrap", minimum=1)
     confidence = check_number(
         confidence,
@@ -383,13 +343,15 @@ def group_outcomes(curve: pd.DataFrame, reference: str = "PCA") -> pd.DataFrame:
 
 def _held_out_values(fitted, split, metrics, bandwidth, options, seed):
     """Bootstrap values of ``metrics`` on the test part (downstream: a classifier's)."""
-    from sklearn.base import clone
-
     predicted = None
-    if any(m in _DOWNSTREAM for m in metrics):
-        train = fitted.transform(as_input_for(fitted, split.X_train))
-        model = clone(options["classifier"]).fit(train, split.y_train)
-        predicted = model.predict(fitted.transform(split.X_test))
+    if _needing(metrics, "y"):
+        predicted = held_out_predictions(
+            fitted,
+            as_input_for(fitted, split.X_train),
+            split.y_train,
+            split.X_test,
+            options["classifier"],
+        )
     return bootstrap_metrics(
         fitted,
         split.X_test,
@@ -447,15 +409,9 @@ def tradeoff_curve_split(
     from fairpca.metrics._classifier import _check_binary_y
 
     metrics = list(metrics)
-    unknown = [m for m in metrics if m not in FAIRNESS_METRICS]
-    if unknown or not metrics:
-        raise ValueError(
-            f"metrics must name at least one of {list(FAIRNESS_METRICS)}; unknown: {unknown}."
-        )
-    if split.y_train is None and any(m in _DOWNSTREAM for m in metrics):
-        raise ValueError(
-            f"metrics {[m for m in metrics if m in _DOWNSTREAM]} need a binary target y."
-        )
+    _check_metrics(metrics)
+    if split.y_train is None and _needing(metrics, "y"):
+        raise ValueError(f"metrics {_needing(metrics, 'y')} need a binary target y.")
     check_n_components(n_components, split.X_train.shape[1])
     check_number(n_bootstrap, "n_bootstrap", minimum=1)
     if split.y_train is not None:

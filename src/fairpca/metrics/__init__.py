@@ -23,8 +23,9 @@ ABDiff into a scikit-learn scorer for model selection.
 
 The private modules, by concept: ``_projection`` (resolving ``projection`` and
 shared helpers), ``_reconstruction`` (reconstruction-based metrics), ``_mmd``,
-``_classifier`` (group separability, downstream fairness), ``_report`` and
-``_scorer``.
+``_classifier`` (group separability, downstream fairness, the held-out
+downstream classifier), ``_registry`` (every reported metric: its function,
+definition, direction, scale and needs), ``_report`` and ``_scorer``.
 
 References
 ----------
@@ -57,7 +58,8 @@ from fairpca.metrics._reconstruction import (
     reconstruction_error,
     reconstruction_error_gap,
 )
-from fairpca.metrics._report import METRIC_DEFINITIONS, describe_metric, metric_family, report
+from fairpca.metrics._registry import describe_metric, metric_family
+from fairpca.metrics._report import METRIC_DEFINITIONS, report
 from fairpca.metrics._scorer import ReconstructionScorer
 
 __all__ = [

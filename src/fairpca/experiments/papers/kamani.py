@@ -56,6 +56,11 @@ import numpy as np
 from fairpca.datasets._real import load_adult, load_default_credit
 from fairpca.experiments._engine import Target, estimator, fit_models, record
 from fairpca.experiments._split import Split, check_dataset, check_split, finish, is_numeric
+from fairpca.metrics._classifier import (
+    group_prediction_rates,
+    held_out_predictions,
+    prediction_scores,
+)
 
 __all__ = ["KAMANI_DATASETS", "kamani", "kamani_downstream"]
 
@@ -141,9 +146,12 @@ def kamani_downstream(projection, data: Split) -> dict:
     scikit-learn's ``LinearSVC`` (defaults, ``random_state=0``) is trained on
     the projected training rows to predict ``y`` and scored on the projected
     *test* rows, as :func:`fairpca.experiments.lee2022_downstream` does with
-    its RBF SVM. The group metrics are fairlearn's, as in
+    its RBF SVM: the metric registry's held-out downstream classifier
+    (:func:`fairpca.metrics._classifier.held_out_predictions`) given this SVM.
+    The group metrics are fairlearn's definitions, as in
     :func:`fairpca.metrics.downstream_fairness` (which scores out of fold on
-    one set of rows instead of on a held-out split).
+    one set of rows instead of on a held-out split), computed from the counts
+    (:func:`~fairpca.metrics._classifier.prediction_scores`).
 
     Parameters
     ----------
@@ -161,27 +169,18 @@ def kamani_downstream(projection, data: Split) -> dict:
         ``|TPR_a - TPR_b|`` (with more groups the largest minus the smallest
         TPR: fairlearn's ``equal_opportunity_difference``).
     """
-    from sklearn.metrics import accuracy_score
     from sklearn.svm import LinearSVC
 
-    from fairpca.metrics._classifier import _import_fairlearn_metrics
-
-    flm = _import_fairlearn_metrics()
-    svm = LinearSVC(random_state=0).fit(projection.transform(data.X_train), data.y_train)
-    predicted = svm.predict(projection.transform(data.X_test))
-    frame = flm.MetricFrame(
-        metrics={"accuracy": accuracy_score, "tpr": flm.true_positive_rate},
-        y_true=data.y_test,
-        y_pred=predicted,
-        sensitive_features=data.s_test,
+    predicted = held_out_predictions(
+        projection, data.X_train, data.y_train, data.X_test, LinearSVC(random_state=0)
     )
+    scores = prediction_scores(data.y_test, predicted, data.s_test)
+    rates = group_prediction_rates(data.y_test, predicted, data.s_test)
     return {
-        "accuracy": float(frame.overall["accuracy"]),
-        "accuracy_by_group": {g: float(v) for g, v in frame.by_group["accuracy"].items()},
-        "tpr_by_group": {g: float(v) for g, v in frame.by_group["tpr"].items()},
-        "deo": float(
-            flm.equal_opportunity_difference(data.y_test, predicted, sensitive_features=data.s_test)
-        ),
+        "accuracy": scores["accuracy"],
+        "accuracy_by_group": rates["accuracy"],
+        "tpr_by_group": rates["tpr"],
+        "deo": scores["equal_opportunity_difference"],
     }
 
 

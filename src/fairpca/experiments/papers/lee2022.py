@@ -92,6 +92,7 @@ from fairpca.experiments._split import (
     one_hot,
     subsample,
 )
+from fairpca.metrics._classifier import held_out_predictions, prediction_scores
 
 if TYPE_CHECKING:
     from sklearn.base import BaseEstimator
@@ -358,6 +359,9 @@ def lee2022_downstream(projection: BaseEstimator, data: Split) -> tuple[float, f
     the projected *test* rows (the authors' code scored it on its own
     training rows; see :func:`fairpca.experiments.lee2022`). ΔDP is the
     largest difference between two groups' rates of positive predictions.
+    The held-out downstream classifier and its scores are the metric
+    registry's (:func:`fairpca.metrics._classifier.held_out_predictions`,
+    :func:`~fairpca.metrics._classifier.prediction_scores`), given this SVM.
 
     Parameters
     ----------
@@ -374,10 +378,11 @@ def lee2022_downstream(projection: BaseEstimator, data: Split) -> tuple[float, f
     """
     from sklearn.svm import SVC
 
-    svm = SVC(kernel="rbf").fit(projection.transform(data.X_train), data.y_train)
-    predicted = svm.predict(projection.transform(data.X_test))
-    positive = [np.mean(predicted[data.s_test == g] == 1) for g in np.unique(data.s_test)]
-    return 100 * float(np.mean(predicted == data.y_test)), float(max(positive) - min(positive))
+    predicted = held_out_predictions(
+        projection, data.X_train, data.y_train, data.X_test, SVC(kernel="rbf")
+    )
+    scores = prediction_scores(data.y_test, predicted, data.s_test)
+    return 100 * scores["accuracy"], scores["demographic_parity_difference"]
 
 
 def _table1_job(dataset, split, d, settings, splits, data_home, unavailable):
