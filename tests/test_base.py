@@ -644,3 +644,81 @@ def test_require_groups_must_be_a_bool(cls):
         est.fit(X, sensitive_features=s)
     assert not hasattr(est, "n_features_in_")
     assert "require_groups : bool, default=False" in cls.__doc__
+
+
+# ------------------------------------------------------------ the front door
+class _GroupMeans(fairpca._mixins.FairpcaMixin, sklearn.base.BaseEstimator):
+    """A new estimator as the front door lets one be written: declarations and a solve."""
+
+    _supports_dask = _supports_sparse = _supports_sample_weight = _supports_partial_fit = True
+    _group_blind_fit = "the pooled mean"
+
+    def __init__(self, require_groups=False):
+        self.require_groups = require_groups
+
+    def _fit_from_moments(self, moments, *, grouped, fair):
+        self.means_ = moments.means if fair else moments.pooled_mean[None]
+        self.groups_ = moments.groups if grouped else None
+        self.moments_ = moments
+
+
+class _RowReader(_GroupMeans):
+    """One that reads rows: the front door refuses what it does not declare."""
+
+    _supports_dask = _supports_sparse = _supports_sample_weight = _supports_partial_fit = False
+
+    def _fit_in_memory(self, X, y, sensitive_features, weights):
+        self.n_rows_ = X.shape[0]
+
+
+def test_a_new_estimator_writes_only_its_solve():
+    import scipy.sparse
+
+    X, s = _shifted_groups()
+    frame = pd.DataFrame(X, columns=[f"x{j}" for j in range(X.shape[1])])
+    est = _GroupMeans().fit(frame, sensitive_features=s)
+    np.testing.assert_allclose(est.means_, [X[s == 0].mean(0), X[s == 1].mean(0)])
+    assert list(est.feature_names_in_) == list(frame.columns) and est.n_features_in_ == 5
+    sparse = _GroupMeans().fit(scipy.sparse.csr_matrix(X), sensitive_features=s)
+    np.testing.assert_allclose(sparse.means_, est.means_)
+    w = np.random.default_rng(0).integers(0, 3, size=len(X))
+    weighted = _GroupMeans().fit(X, sensitive_features=s, sample_weight=w)
+    repeated = _GroupMeans().fit(np.repeat(X, w, 0), sensitive_features=np.repeat(s, w))
+    np.testing.assert_allclose(weighted.means_, repeated.means_)
+    stream = _GroupMeans().partial_fit(X[:70], sensitive_features=s[:70])
+    stream.partial_fit(X[70:], sensitive_features=s[70:])
+    np.testing.assert_allclose(stream.means_, est.means_)
+    with (
+        pytest.warns(fairpca.GroupBlindFitWarning),
+        pytest.raises(ValueError, match="in every partial_fit call or in none"),
+    ):
+        stream.partial_fit(X)
+    with pytest.warns(fairpca.GroupBlindFitWarning, match="fitting the pooled mean"):
+        assert _GroupMeans().fit(X).groups_ is None
+    refused = _GroupMeans(require_groups=True)
+    with pytest.raises(ValueError, match="groups are required"):
+        refused.fit(X)
+    assert vars(refused) == {"require_groups": True}
+    assert sklearn.base.clone(est).get_params() == {"require_groups": False}
+    da = pytest.importorskip("dask.array")
+    lazy = _GroupMeans().fit(da.from_array(X, chunks=(40, -1)), sensitive_features=s)
+    np.testing.assert_allclose(lazy.means_, est.means_)
+
+
+def test_the_front_door_refuses_what_an_estimator_does_not_declare():
+    import scipy.sparse
+
+    X, s = _shifted_groups()
+    est = _RowReader().fit(X, sensitive_features=s)
+    assert est.n_rows_ == len(X) and not hasattr(est, "partial_fit")
+    with pytest.raises(TypeError, match="_RowReader does not accept sparse X"):
+        _RowReader().fit(scipy.sparse.csr_matrix(X), sensitive_features=s)
+    with pytest.raises(TypeError, match="_RowReader does not support sample_weight"):
+        _RowReader().fit(X, sensitive_features=s, sample_weight=np.ones(len(X)))
+    da = pytest.importorskip("dask.array")
+    with pytest.raises(TypeError, match="_RowReader needs the rows of X"):
+        _RowReader().fit(da.from_array(X, chunks=(40, -1)), sensitive_features=s)
+    # A failed fit leaves the earlier one.
+    with pytest.raises(ValueError):
+        est.fit(X[:1], sensitive_features=s[:1])
+    assert est.n_rows_ == len(X)

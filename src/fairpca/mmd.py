@@ -678,10 +678,9 @@ class MMDFairPCA(FairPCABase):
             self._require_target(y)
         return super()._fit_dask(X, y, sensitive_features, da)
 
-    #: Sparse X: only the rows the MMD² terms sample are densified (see _fit_components).
-    _supports_sparse = True
-    #: Dask input: the moments in one pass, and a bounded sample of rows (_fit_components_dask).
-    _supports_dask = True
+    #: Sparse X (only the rows the MMD² terms sample are densified, see _fit_components)
+    #: and Dask input (the moments, and a bounded sample of rows: _fit_components_dask).
+    _supports_sparse = _supports_dask = True
 
     def _fit_components(self, X, codes, moments, y, d):
         if issparse(X):  # uncentred; at most max_samples + 2000 rows are densified
