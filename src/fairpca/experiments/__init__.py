@@ -37,7 +37,7 @@ from fairpca.experiments._engine import (
     execute,
     printed_half_unit,
 )
-from fairpca.experiments._split import N_SPLITS, Split, make_split
+from fairpca.experiments._split import N_SPLITS, Split, make_split  # noqa: F401 (old path)
 from fairpca.experiments.papers import kamani as _kamani
 from fairpca.experiments.papers import lee2022 as _lee2022
 from fairpca.experiments.papers import samadi2018 as _samadi2018
@@ -72,7 +72,6 @@ __all__ = [
     "kamani",
     "lee2022",
     "lee2022_downstream",
-    "make_split",
     "plan",
     "printed_half_unit",
     "reference",
