@@ -56,11 +56,6 @@ def _pooled_scatter(moments):
     return np.einsum("a,aij->ij", moments.counts, moments.second_moment("pooled"))
 
 
-def _supports_dask(estimator):
-    """Whether ``fit`` accepts Dask collections (the class's declaration)."""
-    return type(estimator)._supports_dask
-
-
 #: The front door's declarations that reading the moments alone gives a method.
 _MOMENT_ROUTE = (
     "_supports_dask",
@@ -152,6 +147,7 @@ class FairPCABase(
     #: in ``partial_fit``). Such methods fit on Dask collections, take sparse
     #: ``X`` and ``sample_weight``, and stream chunks.
     _moments_only = False
+    _linear_projection = True
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)

@@ -271,6 +271,9 @@ class FrontDoor:
     _supports_sample_weight = False
     #: Has ``partial_fit`` (through ``_partial_fit_chunk``).
     _supports_partial_fit = False
+    #: ``transform`` is ``(X - mean_) @ components_.T``: a rank-d linear projection
+    #: with a reconstruction (not an erasure map or a kernel feature map).
+    _linear_projection = False
 
     #: The fit accumulates dense ``p x p`` group moments: the width of ``X`` is
     #: checked against the memory budget before it is read, and the moment

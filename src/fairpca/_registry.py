@@ -12,7 +12,6 @@ import dataclasses
 import functools
 import inspect
 
-from fairpca._base import FairPCABase, _supports_dask
 from fairpca.convex import ConvexFairPCA
 from fairpca.erasure import LinearErasure
 from fairpca.kernel_pca import FairKernelPCA
@@ -82,33 +81,16 @@ class Capabilities:
     sample_weight: bool
 
 
-#: What cannot be read off a class without fitting it: declared here, checked
-#: against the classes by the tests (``tests/test_base.py``).
-_DECLARED = {
-    "FairKernelPCA": {"linear_projection": False, "dask": True},
-    "LinearErasure": {"linear_projection": False, "dask": True},
-    "StreamingFairPCA": {"linear_projection": True, "dask": True},
-}
-
-
 @functools.cache
 def _capabilities(cls):
-    est = cls()
-    declared = _DECLARED.get(cls.__name__, {})
-    sparse = bool(est.__sklearn_tags__().input_tags.sparse)
-    weights = "sample_weight" in inspect.signature(cls.fit).parameters
-    if issubclass(cls, FairPCABase):
-        # The base class's own rules, read from the class.
-        declared = {"linear_projection": True, "dask": _supports_dask(est)}
-        weights = weights and cls._moments_only
     return Capabilities(
         name=cls.__name__,
         fair=True,
-        linear_projection=declared["linear_projection"],
-        partial_fit=hasattr(est, "partial_fit"),
-        dask=declared["dask"],
-        sparse=sparse,
-        sample_weight=weights,
+        linear_projection=cls._linear_projection,
+        partial_fit=cls._supports_partial_fit,
+        dask=cls._supports_dask,
+        sparse=cls._supports_sparse,
+        sample_weight=cls._supports_sample_weight,
     )
 
 

@@ -335,6 +335,7 @@ class StreamingFairPCA(
     # blocks (NumPy) or by Dask; partial_fit is the noisy power method.
     _supports_dask = True
     _supports_partial_fit = True
+    _linear_projection = True
     _holds_moments = False
     _partial_fit_state = "group_means_"
     _group_blind_fit = "streaming PCA with no unfair directions"
