@@ -32,6 +32,7 @@ from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_limits
 
 import fairpca._fantope_admm as admm_module
+import fairpca._fantope_constraints as constraints_module
 import fairpca._fantope_prox as prox_module
 import fairpca._fantope_subspaces as subspaces_module
 from fairpca import ConvexFairPCA
@@ -100,7 +101,7 @@ def suite_problems():
 def _assign(text):
     """``NAME=VALUE`` -> ``(module, NAME, value)`` for a constant of the solver's modules."""
     name, _, value = text.partition("=")
-    for module in (admm_module, prox_module, subspaces_module):
+    for module in (admm_module, constraints_module, prox_module, subspaces_module):
         if hasattr(module, name):
             current = getattr(module, name)
             return module, name, type(current)(float(value))
