@@ -61,7 +61,7 @@ class _StopsEarly(_Balanced):
 def _use_methods(monkeypatch, classes):
     """Compare only ``classes`` (besides PCA)."""
     monkeypatch.setattr(
-        "fairpca.compare.all_estimators",
+        "fairpca._methods.all_estimators",
         lambda linear_projection: list(classes) if linear_projection else [],
     )
 
@@ -402,7 +402,7 @@ class _Slowish(_Balanced):
 
 def test_slow_methods_are_not_refitted_for_the_plot_against_d(monkeypatch, tmp_path):
     _use_methods(monkeypatch, [_Slowish, _Balanced])
-    monkeypatch.setattr("fairpca.compare.REFIT_SECONDS", 0.3)
+    monkeypatch.setattr("fairpca._methods.REFIT_SECONDS", 0.3)
     out = tmp_path / "report"
     result = CliRunner().invoke(cli, ["compare", "-d", "2", "--output", str(out)])
     assert result.exit_code == 0, result.output

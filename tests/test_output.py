@@ -409,12 +409,10 @@ def _hostile_comparison(tmp_path):
     return compare_split(split, n_components=1, methods=["MeanMatchingFairPCA"])
 
 
-def test_write_comparison_report_from_python_is_escaped_and_appears_whole(tmp_path):
-    from fairpca._reports import write_comparison_report
-
+def test_comparison_write_report_from_python_is_escaped_and_appears_whole(tmp_path):
     comparison = _hostile_comparison(tmp_path)
     out = tmp_path / "report"
-    written = write_comparison_report(comparison, out)
+    written = comparison.write_report(out)
     assert {"comparison.csv", "comparison.md", "report.html", "group_errors_by_d.csv"} <= set(
         written
     )
@@ -425,9 +423,38 @@ def test_write_comparison_report_from_python_is_escaped_and_appears_whole(tmp_pa
     # Not empty: refused without force (nothing written); with force replaced whole.
     (out / "mine.txt").write_text("x")
     with pytest.raises(ValueError, match="pass --force"):
-        write_comparison_report(comparison, out)
-    assert write_comparison_report(comparison, out, force=True) == written
+        comparison.write_report(out)
+    assert comparison.write_report(out, force=True) == written
     assert "mine.txt" not in {p.name for p in out.iterdir()}
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_tradeoff_write_report_from_python_is_escaped_and_appears_whole(tmp_path):
+    from sklearn.decomposition import PCA
+
+    from fairpca import MeanMatchingFairPCA, tradeoff
+    from fairpca.datasets import make_split, read_table
+
+    table = read_table(_hostile_csv(tmp_path), "group")
+    split = make_split(table.features, table.groups)
+    estimators = {"PCA": PCA(1), "MeanMatchingFairPCA": MeanMatchingFairPCA(n_components=1)}
+    curve = tradeoff.tradeoff_curve_split(
+        split,
+        estimators=estimators,
+        param_grids={"MeanMatchingFairPCA": {"mean_penalty": [0.0, np.inf]}},
+        metrics=["reconstruction_error_gap"],
+        n_components=1,
+        n_bootstrap=3,
+    )
+    out = tmp_path / "curve"
+    written = tradeoff.write_report(curve, out, source="<script>x</script>")
+    assert sorted(p.name for p in out.iterdir()) == sorted(written)
+    assert {"tradeoff.csv", "group_losses.csv", "tradeoff.png", "report.html"} <= set(written)
+    html = (out / "report.html").read_text()
+    assert "<script>x" not in html and "&lt;script&gt;x" in html
+    with pytest.raises(ValueError, match="pass --force"):
+        tradeoff.write_report(curve, out)
+    assert tradeoff.write_report(curve, out, force=True) == written
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
 
 

@@ -16,23 +16,33 @@ calls a Python user can make too:
   ``--output`` before computing, :mod:`fairpca._cli_output`).
 
 Modules are looked up at call time (``plotting.plot_communality``,
-``_html.html_report``, ``_output.write_text``, ``compare.REFIT_SECONDS``) so that a
+``_html.html_report``, ``_output.write_text``, ``_methods.REFIT_SECONDS``) so that a
 test may replace one.
 """
+
+from __future__ import annotations
 
 import contextlib
 import os
 import shutil
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
-from fairpca import _html, _output, compare, plotting, tradeoff
+from fairpca import _curve, _html, _methods, _output, plotting
 from fairpca._group_outcomes import WORSE_OFF_COLUMN
 from fairpca.metrics import describe_metric, metric_family
 from fairpca.pareto import _WORSE_OFF_FACTOR, _WORSE_OFF_FLOOR
 
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from fairpca.compare import Comparison
+
 __all__ = [
+    "NOISY_GROUP_ROWS",
     "TRADEOFF_PLOT_COLUMNS",
     "columns_text",
     "comparison_notes",
@@ -41,6 +51,8 @@ __all__ = [
     "curve_table",
     "curve_text",
     "curve_unfinished",
+    "every_method_table",
+    "noisy_groups",
     "output_folder",
     "staged_folder",
     "unfinished",
@@ -52,6 +64,50 @@ __all__ = [
 
 #: The fairness columns of the comparison's trade-off plot, those the table has.
 TRADEOFF_PLOT_COLUMNS = ("reconstruction_error_gap", "mmd2")
+
+#: Groups with fewer held-out rows than this make per-group numbers noisy.
+NOISY_GROUP_ROWS = 30
+
+
+def every_method_table(comparison: Comparison) -> pd.DataFrame:
+    """The comparison's table with a row for every method asked for, fitted or not.
+
+    Adds ``status`` (``"fitted"``, ``"failed"``, ``"stopped"`` or
+    ``"unavailable"``) and ``reason`` (why it is not fitted, "" when it is);
+    the metric columns of a method that was not fitted are missing (NaN).
+    """
+    import pandas as pd
+
+    table = comparison.table.assign(status="fitted", reason="")
+    others = pd.DataFrame(
+        [
+            {"status": o.status, "reason": o.reason, "fit_seconds": o.seconds}
+            for o in comparison.outcomes.values()
+            if o.status != "fitted"
+        ],
+        index=pd.Index(
+            [n for n, o in comparison.outcomes.items() if o.status != "fitted"],
+            name=table.index.name,
+        ),
+        columns=table.columns,
+    )
+    if others.empty:
+        return table
+    table = pd.concat([table.astype(object), others.astype(object)])
+    order = [n for n in comparison.outcomes if n in table.index]
+    return table.loc[order + [n for n in table.index if n not in order]]
+
+
+def noisy_groups(s_test: ArrayLike, min_rows: int = NOISY_GROUP_ROWS) -> dict[Any, int]:
+    """Held-out groups with fewer than ``min_rows`` rows: ``{group: rows}``."""
+    from fairpca._validation import _plain
+
+    labels, counts = np.unique(np.asarray(s_test), return_counts=True)
+    return {
+        _plain(label): int(count)
+        for label, count in zip(labels, counts, strict=True)
+        if count < min_rows
+    }
 
 
 def _convergence_note(table):
@@ -106,11 +162,11 @@ def comparison_notes(comparison):
             kind, _, column = flag.partition(":")
             detail = f" ({column})" if column else ""
             notes.append(f"Flag {name}: {meaning[kind]}{detail}.")
-    small = compare.noisy_groups(comparison.split.s_test)
+    small = noisy_groups(comparison.split.s_test)
     if small:
         listed = ", ".join(f"{g!r} ({n} rows)" for g, n in small.items())
         notes.append(
-            f"Noisy: groups with fewer than {compare.NOISY_GROUP_ROWS} held-out rows: {listed}; "
+            f"Noisy: groups with fewer than {NOISY_GROUP_ROWS} held-out rows: {listed}; "
             "their per-group numbers, and the gaps they enter, vary a lot with the split."
         )
     return [note for note in notes if note]
@@ -185,7 +241,7 @@ def _with_intervals(table, columns):
 
 def curve_text(curve):
     """The curve for a terminal: each measure as ``estimate [low, high]``, the frontier marked."""
-    columns = [tradeoff.QUALITY, *curve.attrs["metrics"]]
+    columns = [_curve.QUALITY, *curve.attrs["metrics"]]
     return _with_intervals(curve_table(curve), columns).to_string()
 
 
@@ -368,7 +424,7 @@ def write_comparison_files(comparison, output, *, source, notes, progress=None, 
     """
     table, split = comparison.table, comparison.split
     fairness = [c for c in TRADEOFF_PLOT_COLUMNS if c in table.columns]
-    every_method = compare.every_method_table(comparison)
+    every_method = every_method_table(comparison)
     output.mkdir(parents=True, exist_ok=True)
     _output.write_csv(every_method, output / "comparison.csv", index_label="method")
     outcomes = comparison.group_outcomes
@@ -377,13 +433,13 @@ def write_comparison_files(comparison, output, *, source, notes, progress=None, 
         for name in table.index
         if outcomes is None or name not in set(outcomes["method"])
     }
-    by_d = compare.group_errors_by_d(comparison, progress=progress)
+    by_d = _methods.group_errors_by_d(comparison, progress=progress)
     notes = list(notes)
     if by_d.attrs["not_refitted"]:
         slow = ", ".join(f"{m} ({t:.0f} s)" for m, t in by_d.attrs["not_refitted"].items())
         notes.append(
             f"Not refitted at other d for the plot against d (their fit took longer than "
-            f"{compare.REFIT_SECONDS:g} s): {slow}; they have a point at "
+            f"{_methods.REFIT_SECONDS:g} s): {slow}; they have a point at "
             f"d = {comparison.n_components} only."
         )
         if notify is not None:
@@ -488,7 +544,7 @@ def write_tradeoff_files(curve, output, *, source):
     """
     table = curve_table(curve)
     _output.write_csv(table, output / "tradeoff.csv")
-    outcomes = tradeoff.group_outcomes(curve)
+    outcomes = _curve.group_outcomes(curve)
     _output.write_csv(outcomes, output / "group_losses.csv", index=False)
     figure = plotting.plot_tradeoff_curve(curve)
     figure.savefig(output / "tradeoff.png", dpi=120)

@@ -13,30 +13,36 @@ rather than silently dropped.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from fairpca._fitting import (
-    FitOutcome,
-    as_input_for,
-    failure_reason,
-    fit_method,
-    fit_methods,
-)
+from fairpca import _reports
+from fairpca._fitting import FitOutcome, as_input_for, failure_reason, fit_method
 from fairpca._fitting import check_time_budget as _check_budget
 from fairpca._fitting import fit_estimator as _fit  # noqa: F401 - the old private name
 from fairpca._group_outcomes import WORSE_OFF_COLUMN, group_outcomes, worse_off_groups
-from fairpca._registry import all_estimators
+from fairpca._methods import (  # noqa: F401 - MAX_D_VALUES, REFIT_SECONDS: their old home
+    MAX_D_VALUES,
+    REFIT_SECONDS,
+    fit_all,
+    group_errors_by_d,
+    make_methods,
+)
+from fairpca._reports import (
+    NOISY_GROUP_ROWS,  # noqa: F401 - its old home
+    every_method_table,
+    noisy_groups,
+)
 from fairpca.datasets._split import MIN_GROUP_ROWS, Split, make_split
 from fairpca.metrics._registry import METRICS, own_criterion
 
 if TYPE_CHECKING:
     import pandas as pd
-    from sklearn.base import BaseEstimator
 
 __all__ = [
     "MIN_GROUP_ROWS",
@@ -115,59 +121,53 @@ class Comparison:
         """Method name -> why its fit raised (the exception's type and first line)."""
         return self._reasons("failed")
 
+    def write_report(
+        self,
+        path: str | os.PathLike,
+        *,
+        source: str | None = None,
+        force: bool = False,
+        progress: Callable[[str], object] | None = None,
+    ) -> list[str]:
+        """Write the comparison's report into the folder ``path``, which appears whole.
 
-def make_methods(
-    n_components: int,
-    random_state: int,
-    *,
-    projections_only: bool = False,
-    names: Collection[str] | None = None,
-) -> dict[str, BaseEstimator]:
-    """Every method to compare at its default hyper-parameters, keyed by display name.
+        The files of ``fairpca compare --output``: ``comparison.csv`` (every
+        method asked for, with its status), ``comparison.md``, ``report.html``
+        (one self-contained file), ``group_errors_by_d.csv``,
+        ``group_losses.csv`` and the PNG plots (trade-off, per-group error at d
+        and against d, biplot, communality). The methods are refitted at other
+        d for the plot against d. Everything is written in a staging folder
+        beside ``path`` and renamed into place once complete; ``path`` is locked
+        meanwhile.
 
-    Group-blind :class:`sklearn.decomposition.PCA` comes first as the
-    reference, then the linear projections of :func:`fairpca.all_estimators`
-    (with :class:`~fairpca.StreamingFairPCA`, the only one that fits data too
-    wide for dense ``p x p`` moments; the others then refuse, naming it), then
-    the fair transformers that are not (:class:`~fairpca.FairKernelPCA`,
-    :class:`~fairpca.LinearErasure`; left out with ``projections_only``: they
-    have no rank-``d`` reconstruction, and LinearErasure keeps every feature
-    and has no ``n_components``). ``names`` keeps only the listed methods (PCA, the
-    reference, always stays); an unknown name is a ``ValueError`` listing the
-    valid ones.
-    """
-    from sklearn.decomposition import PCA
+        Parameters
+        ----------
+        path : path-like
+            The folder (created if needed).
+        source : str, default=None
+            What the data are, for the report (default: the split's description).
+        force : bool, default=False
+            Replace a non-empty ``path`` (all of it, once the new one is complete).
+        progress : callable, default=None
+            Called with a line per refit.
 
-    classes = all_estimators(linear_projection=True)
-    others = all_estimators(linear_projection=False)
-    if not projections_only:
-        classes += others
-    methods = {"PCA": PCA(n_components=n_components, random_state=random_state)}
-    for cls in classes:
-        params = cls().get_params()
-        kwargs = {"n_components": n_components} if "n_components" in params else {}
-        if "random_state" in params:
-            kwargs["random_state"] = random_state
-        methods[cls.__name__] = cls(**kwargs)
-    if names is None:
-        return methods
-    valid = [*methods, *(cls.__name__ for cls in others if projections_only)]
-    unknown = [name for name in names if name not in valid]
-    if unknown:
-        raise ValueError(f"unknown method(s) {unknown}; choose from {', '.join(valid)}.")
-    return {name: est for name, est in methods.items() if name == "PCA" or name in names}
+        Returns
+        -------
+        written : list of str
+            The files' names.
 
-
-def _fit_all(split, n_components, random_state, time_budget, progress, *, refit=False, names=None):
-    """Fit every method on the training part, reporting progress per method.
-
-    Returns ``{name: FitOutcome}`` in the order of :func:`make_methods`. With
-    ``refit`` (the refits at other dimensions) the methods that are not linear
-    projections are left out.
-    """
-    methods = make_methods(n_components, random_state, projections_only=refit, names=names)
-    suffix = f" (d = {n_components})" if refit else ""
-    return fit_methods(methods, split, time_budget=time_budget, progress=progress, suffix=suffix)
+        Raises
+        ------
+        ValueError
+            ``path`` cannot be written, or is not empty without ``force``.
+        RuntimeError
+            Another run is writing ``path`` (it holds the lock).
+        OSError
+            Writing failed; ``path`` is left as it was.
+        """
+        return _reports.write_comparison_report(
+            self, path, source=source, force=force, progress=progress
+        )
 
 
 def _binary_or_none(split, progress):
@@ -230,7 +230,7 @@ def compare_split(
     check_n_components(n_components, split.X_train.shape[1])
     time_budget = _check_budget(time_budget)
     make_methods(n_components, random_state, names=methods)  # unknown names: before any fit
-    outcomes = _fit_all(split, n_components, random_state, time_budget, progress, names=methods)
+    outcomes = fit_all(split, n_components, random_state, time_budget, progress, names=methods)
     fitted = {name: o.estimator for name, o in outcomes.items() if o.status == "fitted"}
     y_test = _binary_or_none(split, progress)
     if fitted:
@@ -314,9 +314,6 @@ OWN_CRITERION = {
     method: metric.name for metric in METRICS.values() for method in metric.optimised_by
 }
 
-#: Groups with fewer held-out rows than this make per-group numbers noisy.
-NOISY_GROUP_ROWS = 30
-
 
 def result_flags(table: pd.DataFrame) -> dict[str, list[str]]:
     """Why a row of a comparison table should not be read at face value.
@@ -342,116 +339,3 @@ def result_flags(table: pd.DataFrame) -> dict[str, list[str]]:
             if criterion.worse(table.loc[name, column], table.loc["PCA", column]):
                 flags[name].append(f"worse-than-PCA:{column}")
     return flags
-
-
-def every_method_table(comparison: Comparison) -> pd.DataFrame:
-    """The comparison's table with a row for every method asked for, fitted or not.
-
-    Adds ``status`` (``"fitted"``, ``"failed"``, ``"stopped"`` or
-    ``"unavailable"``) and ``reason`` (why it is not fitted, "" when it is);
-    the metric columns of a method that was not fitted are missing (NaN).
-    """
-    import pandas as pd
-
-    table = comparison.table.assign(status="fitted", reason="")
-    others = pd.DataFrame(
-        [
-            {"status": o.status, "reason": o.reason, "fit_seconds": o.seconds}
-            for o in comparison.outcomes.values()
-            if o.status != "fitted"
-        ],
-        index=pd.Index(
-            [n for n, o in comparison.outcomes.items() if o.status != "fitted"],
-            name=table.index.name,
-        ),
-        columns=table.columns,
-    )
-    if others.empty:
-        return table
-    table = pd.concat([table.astype(object), others.astype(object)])
-    order = [n for n in comparison.outcomes if n in table.index]
-    return table.loc[order + [n for n in table.index if n not in order]]
-
-
-def noisy_groups(s_test: ArrayLike, min_rows: int = NOISY_GROUP_ROWS) -> dict[Any, int]:
-    """Held-out groups with fewer than ``min_rows`` rows: ``{group: rows}``."""
-    from fairpca._validation import _plain
-
-    labels, counts = np.unique(np.asarray(s_test), return_counts=True)
-    return {
-        _plain(label): int(count)
-        for label, count in zip(labels, counts, strict=True)
-        if count < min_rows
-    }
-
-
-#: Most target dimensions refitted for the per-group error against d.
-MAX_D_VALUES = 5
-#: Methods whose fit took longer (wall-clock seconds) are not refitted at other d.
-REFIT_SECONDS = 30.0
-
-
-def group_errors_by_d(comparison, *, max_d_values=MAX_D_VALUES, progress=None):
-    """Per-group test error of every method at up to ``max_d_values`` dimensions.
-
-    The methods of ``comparison`` are refitted on its training part at each d
-    from 1 (or higher) up to ``max(n_components + 1, max_d_values)``, kept
-    below the number of features, where every method is exact; at
-    ``comparison.n_components`` its fitted estimators are reused. A method
-    whose defaults are infeasible at some d (e.g. ConvexFairPCA's ``delta``),
-    that is unavailable or that exceeds the comparison's time budget has no
-    point at that d. Only the methods fitted at ``n_components`` within
-    :data:`REFIT_SECONDS` are refitted: the plot would otherwise multiply a
-    slow method's cost by ``max_d_values``. Methods that are not linear
-    projections (FairKernelPCA, LinearErasure) have no reconstruction error
-    and are left out.
-
-    Returns
-    -------
-    pandas.DataFrame
-        Columns ``method``, ``d``, ``group``, ``error`` (mean squared
-        reconstruction error of the group's test rows) and ``converged`` (the
-        fit's ``converged_``; True for closed-form methods).
-        ``attrs["not_refitted"]`` maps the methods not refitted to the
-        seconds of their fit.
-    """
-    import pandas as pd
-
-    from fairpca.metrics import group_reconstruction_error
-    from fairpca.metrics._projection import is_linear_projection
-
-    split, d0 = comparison.split, comparison.n_components
-    time_budget = comparison.time_budget
-    fitted = {n: o for n, o in comparison.outcomes.items() if o.status == "fitted"}
-    refitted = [n for n, o in fitted.items() if o.seconds <= REFIT_SECONDS]
-    skipped = {n: o.seconds for n, o in fitted.items() if n not in refitted and n != "PCA"}
-    top = max(1, min(split.X_train.shape[1] - 1, max(d0 + 1, max_d_values)))
-    dims = sorted({*range(max(1, top - max_d_values + 1), top + 1), d0})
-    rows = []
-    for d in dims:
-        if d == d0:
-            models = {
-                name: est
-                for name, est in comparison.estimators.items()
-                if is_linear_projection(est)
-            }
-        else:
-            outcomes = _fit_all(
-                split,
-                d,
-                comparison.random_state,
-                time_budget,
-                progress,
-                refit=True,
-                names=refitted,
-            )
-            models = {n: o.estimator for n, o in outcomes.items() if o.status == "fitted"}
-        for name, est in models.items():
-            converged = bool(getattr(est, "converged_", True))
-            for group, error in group_reconstruction_error(split.X_test, split.s_test, est).items():
-                rows.append(
-                    {"method": name, "d": d, "group": group, "error": error, "converged": converged}
-                )
-    by_d = pd.DataFrame(rows, columns=["method", "d", "group", "error", "converged"])
-    by_d.attrs["not_refitted"] = skipped
-    return by_d

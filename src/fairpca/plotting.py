@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import ArrayLike
 
+from fairpca._curve import QUALITY, frontier_mask
 from fairpca._output import plot_text
-from fairpca.tradeoff import QUALITY, frontier_mask
 
 if TYPE_CHECKING:
     import pandas as pd

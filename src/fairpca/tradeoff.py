@@ -20,20 +20,19 @@ from __future__ import annotations
 
 import dataclasses
 import numbers
+import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike
 
+from fairpca import _reports
+from fairpca._curve import _GROUP_COLUMNS, QUALITY, frontier_mask, group_outcomes
 from fairpca._fitting import as_input_for, failure_reason, fit_methods
-from fairpca._group_outcomes import (
-    WORSE_OFF_COLUMN,
-    group_scales,
-    judge_against_reference,
-    worse_off_groups,
-)
-from fairpca.compare import make_methods, make_split
+from fairpca._group_outcomes import WORSE_OFF_COLUMN, group_scales, worse_off_groups
+from fairpca._methods import make_methods
+from fairpca.datasets._split import make_split
 from fairpca.metrics._classifier import held_out_predictions
 from fairpca.metrics._registry import METRICS, Evaluation, bootstrap_metrics_names
 
@@ -51,6 +50,7 @@ __all__ = [
     "select",
     "tradeoff_curve",
     "tradeoff_curve_split",
+    "write_report",
 ]
 
 #: The knob of each method swept by default, from least to most constrained
@@ -71,8 +71,6 @@ DEFAULT_GRIDS = {
 #: that need a binary target (the downstream ones) score a classifier trained on the
 #: training representation on the held-out rows.
 FAIRNESS_METRICS = bootstrap_metrics_names()
-#: The quality axis of every curve (higher keeps more).
-QUALITY = "explained_variance_ratio"
 
 
 def _needing(metrics, need):
@@ -86,34 +84,6 @@ def _check_metrics(metrics):
     unknown = [m for m in metrics if m not in valid]
     if unknown or not metrics:
         raise ValueError(f"metrics must name at least one of {list(valid)}; unknown: {unknown}.")
-
-
-def frontier_mask(quality: ArrayLike, costs: ArrayLike) -> np.ndarray:
-    """Points not dominated by another: higher ``quality`` is better, lower ``costs``.
-
-    Point ``i`` is dominated when some ``j`` has ``quality[j] >= quality[i]`` and
-    ``costs[j] <= costs[i]`` in every column, with at least one strict
-    inequality. Points with a NaN are neither on the frontier nor dominate.
-
-    Parameters
-    ----------
-    quality : array-like of shape (n_points,)
-    costs : array-like of shape (n_points,) or (n_points, n_costs)
-
-    Returns
-    -------
-    mask : ndarray of shape (n_points,), dtype bool
-    """
-    quality = np.asarray(quality, dtype=float)
-    costs = np.asarray(costs, dtype=float).reshape(len(quality), -1)
-    values = np.column_stack([-quality, costs])  # all minimised
-    valid = ~np.isnan(values).any(axis=1)
-    mask = np.zeros(len(quality), dtype=bool)
-    for i in np.flatnonzero(valid):
-        others = values[valid]
-        dominated = np.all(others <= values[i], axis=1) & np.any(others < values[i], axis=1)
-        mask[i] = not dominated.any()
-    return mask
 
 
 def _stratified_resamples(codes, n_bootstrap, rng):
@@ -271,10 +241,6 @@ def _fit_and_evaluate(method, label, estimator, split, metrics, bandwidth, optio
     return row
 
 
-#: The per-group columns of a curve, ``name[g]`` for every group ``g`` (as in a comparison).
-_GROUP_COLUMNS = ("reconstruction_error", "marginal_loss")
-
-
 def _held_out_groups(fitted, split):
     """Per-row reconstruction error and marginal loss of each group on the test part."""
     from fairpca.metrics import group_reconstruction_error, marginal_loss
@@ -286,59 +252,6 @@ def _held_out_groups(fitted, split):
             {f"{prefix}[{g}]": v for g, v in metric(split.X_test, split.s_test, fitted).items()}
         )
     return values
-
-
-def group_outcomes(curve: pd.DataFrame, reference: str = "PCA") -> pd.DataFrame:
-    """How each group fares under each setting of ``curve``, against PCA's setting.
-
-    The long form of the curve's per-group columns (``reconstruction_error[g]``
-    and ``marginal_loss[g]``, held-out rows), judged as
-    :func:`fairpca.compare.group_outcomes` judges a comparison: a group is
-    worse off when its per-row marginal loss exceeds 1.5 x the larger of its
-    PCA loss and 0.1 x the groups' mean PCA loss (ParetoFairPCA's rule).
-
-    Parameters
-    ----------
-    curve : pandas.DataFrame
-        :func:`tradeoff_curve_split`'s result (its ``attrs`` name the groups).
-    reference : str, default="PCA"
-        The method whose (first) setting is the baseline.
-
-    Returns
-    -------
-    pandas.DataFrame
-        One row per (method, setting, group) of the settings that were
-        fitted: ``method``, ``setting``, ``group`` and
-        :data:`fairpca._group_outcomes.GROUP_OUTCOME_COLUMNS`.
-    """
-    import pandas as pd
-
-    groups = curve.attrs.get("groups", [])
-    scales = dict(zip(groups, curve.attrs.get("group_scales", []), strict=True))
-    rows = []
-    for _, setting in curve.iterrows():
-        values = [
-            [setting.get(f"{prefix}[{g}]", np.nan) for prefix in _GROUP_COLUMNS] for g in groups
-        ]
-        if np.isnan(np.asarray(values, dtype=float)).any():
-            continue  # not fitted (its error says why)
-        rows += [
-            {
-                "method": setting["method"],
-                "setting": setting["setting"],
-                "group": g,
-                "reconstruction_error": error,
-                "marginal_loss": loss,
-            }
-            for g, (error, loss) in zip(groups, values, strict=True)
-        ]
-    columns = ["method", "setting", "group", "reconstruction_error", "marginal_loss"]
-    frame = pd.DataFrame(rows, columns=columns)
-    is_reference = (frame["method"] == reference).to_numpy()
-    if is_reference.any():  # the first setting of the reference only
-        first = frame.loc[is_reference, "setting"].iloc[0]
-        is_reference = is_reference & (frame["setting"] == first).to_numpy()
-    return judge_against_reference(frame, is_reference, scales)
 
 
 def _held_out_values(fitted, split, metrics, bandwidth, options, seed):
@@ -590,3 +503,42 @@ def select(
         raise ValueError(f"no setting meets the limits; the lowest {bound} values: {reached}.")
     best = curve[ok][QUALITY].idxmax()
     return clone(curve.loc[best, "estimator"])
+
+
+def write_report(
+    curve: pd.DataFrame, path: str | os.PathLike, *, source: str = "", force: bool = False
+) -> list[str]:
+    """Write a trade-off curve's report into the folder ``path``, which appears whole.
+
+    The files of ``fairpca tradeoff --output``: ``tradeoff.csv`` (one row per
+    setting), ``group_losses.csv`` (how each group fares against PCA), the
+    frontier plot (``tradeoff.png``, ``tradeoff.svg``) and ``report.html`` (one
+    self-contained file). Everything is written in a staging folder beside
+    ``path`` and renamed into place once complete; ``path`` is locked meanwhile.
+
+    Parameters
+    ----------
+    curve : pandas.DataFrame
+        :func:`tradeoff_curve`'s or :func:`tradeoff_curve_split`'s result.
+    path : path-like
+        The folder (created if needed).
+    source : str, default=""
+        What the data are, for the report.
+    force : bool, default=False
+        Replace a non-empty ``path`` (all of it, once the new one is complete).
+
+    Returns
+    -------
+    written : list of str
+        The files' names.
+
+    Raises
+    ------
+    ValueError
+        ``path`` cannot be written, or is not empty without ``force``.
+    RuntimeError
+        Another run is writing ``path`` (it holds the lock).
+    OSError
+        Writing failed; ``path`` is left as it was.
+    """
+    return _reports.write_tradeoff_report(curve, path, source=source, force=force)
