@@ -2,7 +2,9 @@
 
 :func:`say` prints the user's text safely; :func:`one_line_warning` and
 :func:`show_once` print each warning as one plain line, once.
-:func:`check_output` runs before any computation (every check of
+:func:`names` reads a comma-separated option. :func:`show_comparison` and
+:func:`show_curve` print what a comparison or a curve found and write its
+files. :func:`check_output` runs before any computation (every check of
 ``--output`` that can be made then is made then, as a usage error) and locks
 the folder; :func:`staged` gives the folder the files are written in and puts
 it in place with one rename (:func:`fairpca._reports.staged_folder`). What is
@@ -12,6 +14,7 @@ written, and the notes and tables printed, are :mod:`fairpca._reports`'s.
 import contextlib
 import os
 import sys
+import warnings
 from pathlib import Path
 
 import click
@@ -19,7 +22,22 @@ import click
 from fairpca import _reports
 from fairpca._reports import _group_blocks, _group_markdown  # noqa: F401 (their tests' path)
 
-__all__ = ["check_output", "one_line_warning", "say", "show_once", "staged"]
+__all__ = [
+    "check_output",
+    "curve_metrics",
+    "inputs",
+    "interrupted",
+    "names",
+    "one_line_warning",
+    "plain_warnings",
+    "progress_line",
+    "say",
+    "show_comparison",
+    "show_curve",
+    "show_once",
+    "staged",
+    "write_output",
+]
 
 
 def one_line_warning(message, category, filename, lineno, line=None):
@@ -38,6 +56,17 @@ def show_once(message, category, filename, lineno, file=None, line=None):
     if text not in SHOWN:
         SHOWN.add(text)
         (file or sys.stderr).write(text)
+
+
+def plain_warnings():
+    """Show each warning as one plain line (:func:`one_line_warning`), once per command.
+
+    The category and the message, no library source; a message repeated (by
+    the refits at other d, say) is shown once.
+    """
+    warnings.formatwarning = one_line_warning
+    warnings.showwarning = show_once
+    SHOWN.clear()
 
 
 def say(text, err=False):
@@ -68,6 +97,16 @@ _RESERVED = {}
 def _absolute(output):
     """``output`` as an absolute path without symbolic links (the folder really written)."""
     return Path(os.path.realpath(output))
+
+
+def inputs(data=None, data_home=None, **_):
+    """The input paths ``--force`` must not remove: ``--data`` and the data home.
+
+    Takes a command's options (those it does not read are ignored).
+    """
+    from fairpca.datasets import get_data_home
+
+    return [get_data_home(data_home), *([] if data is None else [data])]
 
 
 def check_output(output, force, protected=()):
@@ -149,3 +188,98 @@ def staged(output):
             yield staging
     except OSError as exc:
         raise click.ClickException(f"could not write to {output}: {exc}") from exc
+
+
+def write_output(output, write):
+    """Call ``write`` on a staging folder that then replaces ``output``; say what it wrote.
+
+    Parameters
+    ----------
+    output : pathlib.Path or None
+        ``--output``, checked and locked by :func:`check_output`; None: nothing.
+    write : callable
+        Called with the staging folder; returns the names of the files written.
+    """
+    if output is None:
+        return
+    with staged(output) as staging:
+        written = write(staging)
+    say(f"wrote {', '.join(written)} to {output}")
+
+
+def names(text):
+    """A comma-separated option as a list of names (None when not given)."""
+    return None if text is None else [name.strip() for name in text.split(",") if name.strip()]
+
+
+def progress_line(message):
+    """A progress line, on standard error."""
+    click.echo(message, err=True)
+
+
+def show_comparison(comparison, output, source):
+    """Print the table, the notes and the legend; write the files; end by what finished.
+
+    Raises
+    ------
+    click.ClickException
+        PCA or every fair method was not fitted (nothing is written).
+    """
+    if text := _reports.comparison_text(comparison):
+        click.echo(text)
+    notes = _reports.comparison_notes(comparison)
+    for note in notes:
+        say(note, err=True)
+    click.echo(_reports.columns_text(comparison))
+    if reason := _reports.unfinished(comparison.outcomes):
+        raise click.ClickException(reason)
+    write_output(
+        output,
+        lambda staging: _reports.write_comparison_files(
+            comparison,
+            staging,
+            source=source,
+            notes=notes,
+            progress=progress_line,
+            notify=lambda note: say(note, err=True),
+        ),
+    )
+
+
+def show_curve(curve, output, source):
+    """Print the curve and the settings that failed; write the files; end by what finished.
+
+    Raises
+    ------
+    click.ClickException
+        PCA or every fair setting failed (nothing is written).
+    """
+    say(_reports.curve_text(curve))
+    for line in _reports.curve_failures(curve):
+        click.echo(line, err=True)
+    if reason := _reports.curve_unfinished(curve):
+        raise click.ClickException(reason)
+    write_output(
+        output, lambda staging: _reports.write_tradeoff_files(curve, staging, source=source)
+    )
+
+
+def interrupted():
+    """Say that the command was interrupted; the exit status of a SIGINT, 130."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C: no traceback either
+    click.echo("fairpca: interrupted.", err=True)
+    return 130
+
+
+def curve_metrics(metrics, split):
+    """The ``--metric`` choices, or the default for ``split``.
+
+    The default: ``reconstruction_error_gap`` and ``mmd2``, and
+    ``demographic_parity_difference`` when the split has a target.
+    """
+    if metrics:
+        return list(metrics)
+    default = ["reconstruction_error_gap", "mmd2"]
+    return default + (["demographic_parity_difference"] if split.y_train is not None else [])
