@@ -37,21 +37,30 @@ References
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Sequence
 from typing import Literal, Self
 
 import numpy as np
+import sklearn
 from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
+from sklearn.utils.metadata_routing import UNCHANGED, UNUSED
 from sklearn.utils.validation import check_is_fitted
 
 from fairpca._config import document_require_groups
 from fairpca._dask import _is_dask_collection, lazy_rows
 from fairpca._mixins import FairpcaMixin
 from fairpca._sparse import SPARSE_FORMATS, add_sparse, centred_product, issparse
-from fairpca._validation import check_estimator_data
+from fairpca._validation import (
+    check_covariates,
+    check_estimator_data,
+    check_sensitive_features,
+    split_sensitive_features,
+)
 from fairpca.mean_matching import (
     _ATTRIBUTE_MODES,
+    attribute_mean_shifts,
     check_continuous_attributes,
     constraint_bases,
     constraint_columns,
@@ -59,18 +68,165 @@ from fairpca.mean_matching import (
 )
 from fairpca.moments import _MAX_CANCELLATION
 
-__all__ = ["LinearErasure", "leace_map"]
+__all__ = ["LinearErasure", "leace_map", "oracle_coefficients", "shrinkage_coefficient"]
 
 #: Eigenvalues of the covariance below this fraction of the largest are treated
 #: as zero (directions without variance are left unchanged).
 _RANK_RTOL = 1e-12
+_METHODS = ("leace", "orthogonal")
+_SHRINKAGE_NAMES = ("ledoit-wolf", "oas")
+#: Rows per block of the fourth-moment pass of the Ledoit-Wolf coefficient.
+_BLOCK_ROWS = 8192
 
 
-def leace_map(moments, attributes="intersectional"):
-    """The linear part ``A = W^+ P W`` of the LEACE eraser ``x - A (x - mu)``.
+# ----------------------------------------------------------------- shrinkage
+def oas_coefficient(covariance, n_samples):
+    r"""The oracle-approximating shrinkage coefficient of a covariance (Chen et al., 2010).
 
-    The rank of ``P`` (how many directions are erased) is decided in the
-    units of the data, by the rule of
+    With ``S`` the covariance (divisor ``n``) of ``p`` features,
+    ``m = tr(S) / p`` and ``a = ||S||_F^2 / p^2``,
+
+    .. math::
+
+        \rho = \min\left(1, \frac{a + m^2}{(n + 1)(a - m^2 / p)}\right),
+
+    (1 when the denominator is zero), the formula of
+    :func:`sklearn.covariance.oas`; it needs only ``S`` and ``n``.
+    """
+    p = covariance.shape[0]
+    if p == 1:
+        return 0.0
+    a = float(np.mean(covariance**2))
+    m = float(np.trace(covariance)) / p
+    den = (n_samples + 1) * (a - m * m / p)
+    return 1.0 if den <= 0 else min((a + m * m) / den, 1.0)
+
+
+def ledoit_wolf_coefficient(covariance, n_samples, fourth):
+    r"""The Ledoit-Wolf (2004) shrinkage coefficient from the moments up to the fourth.
+
+    With ``S`` the covariance (divisor ``n``) of ``p`` features and
+    ``q = sum_i ||x_i - mu||^4`` (the one statistic beyond ``S`` it needs),
+
+    .. math::
+
+        \beta = \frac{q / n - ||S||_F^2}{n p}, \qquad
+        \delta = \frac{||S||_F^2 - (\mathrm{tr}\, S)^2 / p}{p}, \qquad
+        \rho = \min(\beta, \delta) / \delta
+
+    (0 when ``beta`` is 0), as :func:`sklearn.covariance.ledoit_wolf_shrinkage`
+    computes it from the rows.
+    """
+    p = covariance.shape[0]
+    if p == 1:
+        return 0.0
+    frob = float(np.sum(covariance**2))
+    beta = (fourth / n_samples - frob) / (p * n_samples)
+    delta = (frob - float(np.trace(covariance)) ** 2 / p) / p
+    beta = min(beta, delta)
+    return 0.0 if beta == 0 or delta <= 0 else max(beta / delta, 0.0)
+
+
+def shrinkage_coefficient(shrinkage, covariance, n_samples, fourth=None):
+    """The coefficient ``rho`` in ``(1 - rho) S + rho tr(S)/p I`` for a ``shrinkage`` parameter."""
+    if shrinkage is None:
+        return 0.0
+    if shrinkage == "oas":
+        return oas_coefficient(covariance, n_samples)
+    if shrinkage == "ledoit-wolf":
+        return ledoit_wolf_coefficient(covariance, n_samples, fourth)
+    return float(shrinkage)
+
+
+def _fourth_moments(X, centre, weights=None):
+    """``(q, t)``: ``sum_i w_i ||x_i - c||^4`` and ``sum_i w_i ||x_i - c||^2 (x_i - c)``.
+
+    One pass in blocks of rows (sparse blocks are densified one at a time).
+    """
+    q, t = 0.0, np.zeros(X.shape[1])
+    for start in range(0, X.shape[0], _BLOCK_ROWS):
+        block = X[start : start + _BLOCK_ROWS]
+        block = (block.toarray() if issparse(block) else np.asarray(block)) - centre
+        squares = np.einsum("ij,ij->i", block, block)
+        if weights is not None:
+            squares_w = squares * weights[start : start + _BLOCK_ROWS]
+        else:
+            squares_w = squares
+        q += float(squares_w @ squares)
+        t += squares_w @ block
+    return q, t
+
+
+def _shift_fourth(q, t, n_samples, scatter, d):
+    """Move ``(q, t)`` of rows with mean ``m`` and scatter ``S`` to the centre ``m - d``.
+
+    With ``y_i = x_i - m`` (``sum y_i = 0``) and ``x_i - c = y_i + d``:
+    ``q' = q + 4 d^T t + 4 d^T S d + 2 ||d||^2 tr S + n ||d||^4`` and
+    ``t' = t + 2 S d + (tr S) d + n ||d||^2 d``.
+    """
+    Sd, trace, dd = scatter @ d, float(np.trace(scatter)), float(d @ d)
+    q = q + 4 * float(d @ t) + 4 * float(d @ Sd) + 2 * dd * trace + n_samples * dd * dd
+    t = t + 2 * Sd + trace * d + n_samples * dd * d
+    return q, t
+
+
+def _shrunk(covariance, rho):
+    """``(1 - rho) S + rho (tr S / p) I``."""
+    if rho == 0:
+        return covariance
+    p = covariance.shape[0]
+    return (1 - rho) * covariance + rho * (np.trace(covariance) / p) * np.eye(p)
+
+
+# --------------------------------------------------------------- the maps
+def _one_hot_cross_covariance(moments, attributes):
+    """``Cov(X, Z)`` with ``Z`` the one-hot groups (and the continuous attributes as given)."""
+    shifts, proportions = attribute_mean_shifts(moments, attributes)
+    columns = [(shifts * proportions[:, None]).T]
+    if moments.n_covariates:
+        columns.append(moments.cross_covariance()[0])
+    return np.concatenate(columns, axis=1)
+
+
+def _trace_mix(P, Q, covariance):
+    r"""The largest ``alpha`` in [0, 1] with ``tr(M S M^T) <= tr S``, ``M = Q + alpha (P - Q)``.
+
+    ``f(alpha) = c + b alpha + a alpha^2`` with ``D = P - Q``, ``a = tr(D S D^T)``,
+    ``b = 2 tr(D S Q^T)``, ``c = tr(Q S Q^T)``: convex, ``f(0) <= tr S`` for an
+    orthogonal projector ``Q``; if ``f(1) > tr S`` the answer is the larger root
+    of ``f(alpha) = tr S``.
+    """
+    total = float(np.trace(covariance))
+    D = P - Q
+    a = float(np.sum((D @ covariance) * D))
+    b = 2 * float(np.sum((D @ covariance) * Q))
+    c = float(np.sum((Q @ covariance) * Q))
+    if a + b + c <= total or a <= 0:
+        return 1.0
+    disc = max(b * b - 4 * a * (c - total), 0.0)
+    return float(np.clip((-b + np.sqrt(disc)) / (2 * a), 0.0, 1.0))
+
+
+def leace_map(
+    moments,
+    attributes="intersectional",
+    *,
+    method="leace",
+    shrinkage=0.0,
+    constrain_cov_trace=False,
+    svd_tol=None,
+):
+    r"""The linear part ``A`` of the eraser ``x - A (x - mu)``, and its rank.
+
+    ``method="leace"``: ``A = W^+ P W`` with ``W = (Sigma_s)^{-1/2}`` (a
+    pseudo-inverse square root), ``Sigma_s = (1 - rho) Sigma + rho tr(Sigma)/p I``
+    the covariance shrunk by ``rho = shrinkage`` and ``P`` the orthogonal
+    projector onto the top ``r`` left singular vectors of ``W Sigma_XZ``.
+    ``method="orthogonal"``: ``A = U U^T``, ``U`` the top ``r`` left singular
+    vectors of ``Sigma_XZ`` (``W = I``).
+
+    The rank ``r`` (how many directions are erased) is decided in the units
+    of the data, by the rule of
     :func:`~fairpca.mean_matching.moments_constraint_bases`: singular values
     of ``Sigma_XZ``'s columns above ``1e-10 sqrt(trace Sigma)`` and above the
     rounding of the stored group means (which grows with the data's offset),
@@ -78,7 +234,25 @@ def leace_map(moments, attributes="intersectional"):
     the top ``r`` left singular vectors of ``W Sigma_XZ`` (fewer if some
     whitened singular values are below ``1e-10``: the whitened columns have
     norm at most one). A common offset of the rows thus leaves the map
-    unchanged up to the rounding of the offset data.
+    unchanged up to the rounding of the offset data. With ``svd_tol`` (the
+    rule of concept-erasure), the vectors are those of ``W C`` with ``C`` the
+    cross-covariance with the one-hot groups (columns ``w_a (mu_a - mu)``) and
+    the continuous attributes, and only singular values above ``svd_tol`` are
+    kept (at most ``r``).
+
+    With ``constrain_cov_trace`` and ``method="leace"``, when the edited
+    covariance ``(I - A) Sigma (I - A)^T`` has a larger trace than ``Sigma``
+    (without shrinkage ``(I - A) Sigma (I - A)^T = Sigma^{1/2} (I - P)
+    Sigma^{1/2} <= Sigma``, so it never is; nor with shrinkage towards
+    ``tr(Sigma)/p I``, which commutes with ``Sigma``: for one erased direction
+    ``u`` the increase is ``E_u[d] E_u[m] - 2 E_u[d m]`` over the eigenvalues,
+    ``m`` those of ``Sigma_s`` and ``d`` of ``Sigma Sigma_s^{-1}``, both
+    increasing in ``Sigma``'s, so negative by Chebyshev's sum inequality; a
+    random search found no case with more directions either: the option
+    guards against rounding and keeps concept-erasure's parameter), ``I - A`` is replaced by
+    ``Q + alpha (I - A - Q)``, ``Q = I - U U^T`` the orthogonal eraser, with
+    the largest ``alpha`` in [0, 1] whose edited trace is ``tr Sigma``. Both
+    maps remove ``Sigma_XZ``, and so does every such mixture.
 
     Parameters
     ----------
@@ -87,31 +261,147 @@ def leace_map(moments, attributes="intersectional"):
     attributes : {"intersectional", "separate"}, default="intersectional"
         With several attributes, erase the intersections or each attribute on
         its own (see :func:`fairpca.mean_matching.attribute_mean_shifts`).
+    method : {"leace", "orthogonal"}, default="leace"
+    shrinkage : float, default=0.0
+        The coefficient ``rho`` in [0, 1].
+    constrain_cov_trace : bool, default=False
+    svd_tol : float or None, default=None
 
     Returns
     -------
     A : ndarray of shape (p, p)
-        The oblique projection removed from the centred data.
+        The (oblique, for LEACE) projection removed from the centred data.
     rank : int
-        Rank of ``A``: the number of independent group-mean differences.
+        Rank of ``A``: the number of independent directions erased.
     """
     covariance = moments.covariance()
-    values, vectors = np.linalg.eigh(covariance)
-    keep = values > _RANK_RTOL * max(values[-1], 0.0)
-    V, root = vectors[:, keep], np.sqrt(values[keep])
-    whiten = (V / root) @ V.T
-    unwhiten = (V * root) @ V.T
+    p = covariance.shape[0]
     # Columns spanning Sigma_XZ (scaled per column, which leaves the span unchanged).
     cross = constraint_columns(moments, attributes)
-    rank = moments_constraint_bases(moments, attributes, cross)[0].shape[1]
-    # In whitened coordinates the data have unit variance: scale 1 sets the rank tolerance.
-    Q, _ = constraint_bases(whiten @ cross, scale=1.0, max_rank=rank)
-    return unwhiten @ Q @ (Q.T @ whiten), Q.shape[1]
+    span = moments_constraint_bases(moments, attributes, cross)[0]
+    rank = span.shape[1]
+    if method == "orthogonal":
+        whiten = unwhiten = None
+    else:
+        values, vectors = np.linalg.eigh(_shrunk(covariance, shrinkage))
+        keep = values > _RANK_RTOL * max(values[-1], 0.0)
+        V, root = vectors[:, keep], np.sqrt(values[keep])
+        whiten = (V / root) @ V.T
+        unwhiten = (V * root) @ V.T
+    if svd_tol is None and whiten is None:
+        Q = span
+    elif svd_tol is None:
+        # Whitened columns have norm at most one: scale 1 sets the rank tolerance.
+        Q, _ = constraint_bases(whiten @ cross, scale=1.0, max_rank=rank)
+    else:
+        one_hot = _one_hot_cross_covariance(moments, attributes)
+        target = one_hot if whiten is None else whiten @ one_hot
+        U, singular, _ = np.linalg.svd(target, full_matrices=False)
+        Q = U[:, : min(int(np.sum(singular > svd_tol)), rank)]
+    if whiten is None:
+        return Q @ Q.T, Q.shape[1]
+    A = unwhiten @ Q @ (Q.T @ whiten)
+    if constrain_cov_trace and Q.shape[1]:
+        # The orthogonal eraser of the same directions: the image of A (span Sigma_XZ).
+        U = np.linalg.qr(unwhiten @ Q)[0]
+        orthogonal = np.eye(p) - U @ U.T
+        alpha = _trace_mix(np.eye(p) - A, orthogonal, covariance)
+        if alpha < 1.0:
+            A = np.eye(p) - (orthogonal + alpha * (np.eye(p) - A - orthogonal))
+    return A, Q.shape[1]
+
+
+# ----------------------------------------------------------------- oracle
+def _group_design(moments, attributes):
+    """Rows ``G_a``: the encoding ``z`` of each group.
+
+    The one-hot of the intersection, or the concatenated one-hots of each
+    attribute's value with ``"separate"``.
+    """
+    groups = moments.groups
+    if attributes == "intersectional" or not len(groups) or not isinstance(groups[0], tuple):
+        return np.eye(len(groups))
+    blocks = []
+    for j in range(len(groups[0])):
+        values = [g[j] for g in groups]
+        levels = list(dict.fromkeys(values))
+        blocks.append(np.array([[v == level for level in levels] for v in values], dtype=float))
+    return np.concatenate(blocks, axis=1)
+
+
+def oracle_coefficients(moments, attributes="intersectional"):
+    r"""Oracle LEACE's regression of ``X`` on the concept: per-group offsets and covariate slopes.
+
+    With ``z = [g(a), c]`` (``g(a)`` the one-hot encoding of the row's group,
+    ``c`` its continuous attributes), ``Sigma_ZZ`` and ``Sigma_XZ`` the
+    pooled covariances and ``B = Sigma_XZ Sigma_ZZ^+``, the oracle edit is
+    ``x - B (z - E z)`` = ``x - o_a - B_c (c - E c)`` with ``o_a = B_g (g(a) - E g)``.
+    Computed from the group moments alone (within a group ``g`` is constant).
+
+    Returns
+    -------
+    offsets : ndarray of shape (n_groups, p)
+    slopes : ndarray of shape (p, n_covariates)
+    """
+    w = moments.proportions
+    G = _group_design(moments, attributes)
+    Gc = G - w @ G
+    shift = moments.means - moments.pooled_mean
+    cov_xz = (shift * w[:, None]).T @ Gc
+    cov_zz = (Gc * w[:, None]).T @ Gc
+    q = moments.n_covariates
+    if q:
+        cov_xc, cov_cc = moments.cross_covariance()
+        dz = moments.covariate_means - w @ moments.covariate_means
+        cov_gc = (Gc * w[:, None]).T @ dz
+        cov_xz = np.concatenate((cov_xz, cov_xc), axis=1)
+        cov_zz = np.block([[cov_zz, cov_gc], [cov_gc.T, cov_cc]])
+    B = cov_xz @ np.linalg.pinv(cov_zz, rtol=1e-12, hermitian=True)
+    m = G.shape[1]
+    return Gc @ B[:, :m].T, B[:, m:]
+
+
+def training_group_codes(groups, sensitive_features, n_samples, name):
+    """Codes into the training ``groups`` of labels given at transform time.
+
+    Raises ``ValueError`` for a label not seen in training (it has no fitted edit).
+    """
+    found, codes = check_sensitive_features(sensitive_features, n_samples)
+    index = {_key(g): i for i, g in enumerate(groups)}
+    unseen = [_key(g) for g in found if _key(g) not in index]
+    if unseen:
+        raise ValueError(
+            f"sensitive_features holds group(s) {unseen[:5]!r} that {name} was not fitted "
+            f"on; the fitted groups are {[_key(g) for g in groups]!r}."
+        )
+    return np.array([index[_key(g)] for g in found], dtype=np.intp)[codes]
+
+
+def _key(label):
+    return tuple(_key(v) for v in label) if isinstance(label, tuple) else np.asarray(label).item()
+
+
+def _check_shrinkage(value):
+    if value is None:
+        return
+    if isinstance(value, str):
+        if value not in _SHRINKAGE_NAMES:
+            raise ValueError(
+                f"shrinkage must be None, 'ledoit-wolf', 'oas' or a float in [0, 1], got {value!r}."
+            )
+        return
+    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real):
+        raise TypeError(
+            f"shrinkage must be None, 'ledoit-wolf', 'oas' or a float in [0, 1], got "
+            f"{type(value).__name__} {value!r}."
+        )
+    if not 0.0 <= float(value) <= 1.0:
+        raise ValueError(f"shrinkage must be in [0, 1], got {value!r}.")
 
 
 @document_require_groups
 class LinearErasure(FairpcaMixin, OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
-    """Remove every linear trace of a group attribute with the smallest edit (LEACE).
+    r"""Remove every linear trace of a group attribute with the smallest edit (LEACE).
 
     ``transform(X) = X - (X - mean_) @ erasure_.T`` where ``erasure_`` is the
     LEACE map of the training moments (see the module docstring). After the
@@ -119,6 +409,31 @@ class LinearErasure(FairpcaMixin, OneToOneFeatureMixin, TransformerMixin, BaseEs
     covariance with the one-hot groups is zero and no linear classifier can
     predict the group better than a constant; the output keeps the input's
     shape.
+
+    Options (defaults: exact LEACE of the empirical covariance, every
+    group's direction erased):
+
+    - ``shrinkage``: whiten with ``Sigma_s = (1 - rho) Sigma + rho tr(Sigma)/p I``
+      (Ledoit-Wolf or OAS ``rho``, or a given one) instead of ``Sigma``. The
+      edit still removes ``Sigma_XZ`` exactly; it is least-change in the norm
+      of ``Sigma_s^{-1}``, which is better conditioned when ``n`` is not much
+      larger than ``p``.
+    - ``method="orthogonal"``: ``A = U U^T`` with ``U`` an orthonormal basis of
+      ``span(Sigma_XZ)``: the least Euclidean change among orthogonal
+      projections that remove ``Sigma_XZ`` (it moves the data more than
+      LEACE in the whitened norm; the edited covariance ``Q Sigma Q`` never
+      has a larger trace).
+    - ``constrain_cov_trace``: if the LEACE edit would increase the trace of
+      the training covariance (it does not with the shrinkages offered, see
+      :func:`leace_map`: the option is concept-erasure's, kept for parity), mix it with the
+      orthogonal eraser ``Q = I - U U^T``: ``I - A = Q + alpha (I - A_leace - Q)``
+      with the largest ``alpha`` in [0, 1] giving ``tr((I - A) Sigma (I - A)^T)
+      = tr Sigma`` (the root of a convex quadratic in ``alpha``). Still an
+      eraser: both ends remove ``Sigma_XZ``.
+    - ``svd_tol``: concept-erasure's rank rule (keep only singular values of
+      ``W Sigma_XZ`` above it, ``Sigma_XZ`` the cross-covariance with the
+      one-hot groups, divisor ``n``). Directions below it are *not* erased.
+    - Oracle LEACE: ``transform(X, sensitive_features=z)`` (see :meth:`transform`).
 
     Without ``sensitive_features`` there is nothing to erase: by default
     ``fit`` then fits the identity edit (``erasure_`` zero, ``rank_ == 0``,
@@ -139,6 +454,22 @@ class LinearErasure(FairpcaMixin, OneToOneFeatureMixin, TransformerMixin, BaseEs
         values enter ``Z`` as they are (instead of one-hot), so the output has
         zero covariance with them; the other columns give the groups, or all
         rows form one group (``groups_ == [0]``) when there are none.
+    method : {"leace", "orthogonal"}, default="leace"
+        The oblique least-change projection in the whitened norm, or the
+        orthogonal projection off ``span(Sigma_XZ)``.
+    shrinkage : None, "ledoit-wolf", "oas" or float in [0, 1], default=None
+        Shrinkage of the covariance that whitens (``method="leace"``; ignored
+        by ``"orthogonal"``). ``"ledoit-wolf"`` needs the fourth moment
+        ``sum_i ||x_i - mu||^4`` beside the group moments: one more pass over
+        the rows in ``fit`` and ``partial_fit``, not available on Dask input;
+        ``"oas"`` and a float need only the moments.
+    constrain_cov_trace : bool, default=False
+        Keep the trace of the training covariance from increasing (see above;
+        ``method="leace"`` only).
+    svd_tol : None or float >= 0, default=None
+        None: the package's rank rule (every direction of ``Sigma_XZ`` above
+        rounding is erased). A float: concept-erasure's rule, which leaves the
+        directions whose singular value of ``W Sigma_XZ`` is at most ``svd_tol``.
     %(require_groups)s
 
     Attributes
@@ -148,6 +479,9 @@ class LinearErasure(FairpcaMixin, OneToOneFeatureMixin, TransformerMixin, BaseEs
     rank_ : int
         Its rank: the number of independent directions of ``Sigma_XZ`` removed
         (group-mean differences and continuous attributes).
+    shrinkage_ : float
+        The shrinkage coefficient ``rho`` used (0 without shrinkage, with
+        ``method="orthogonal"`` or for the identity edit).
     mean_ : ndarray of shape (n_features,)
         Pooled training mean.
     groups_ : ndarray of shape (n_groups,) or None
@@ -160,6 +494,7 @@ class LinearErasure(FairpcaMixin, OneToOneFeatureMixin, TransformerMixin, BaseEs
     See Also
     --------
     MeanMatchingFairPCA : Fair PCA with the same guarantee in ``d`` dimensions.
+    QuadraticErasure : Also equalise the groups' covariances (needs the groups at transform).
 
     References
     ----------
@@ -177,15 +512,82 @@ class LinearErasure(FairpcaMixin, OneToOneFeatureMixin, TransformerMixin, BaseEs
     True
     """
 
+    # transform(X, sensitive_features=z) is Oracle LEACE. scikit-learn requires a
+    # metadata name that fit and transform both consume to be requested alike for
+    # fit_transform; so that set_fit_request(sensitive_features=True) alone keeps
+    # working (the ordinary edit), transform consumes them only once asked for with
+    # set_transform_request.
+    __metadata_request__transform = {"sensitive_features": UNUSED}
+
+    def set_transform_request(self, *, sensitive_features: bool | None | str = UNCHANGED) -> Self:
+        """Route ``sensitive_features`` to :meth:`transform` (Oracle LEACE) in meta-estimators.
+
+        Only with metadata routing enabled
+        (``sklearn.set_config(enable_metadata_routing=True)``). scikit-learn's
+        rule for ``fit_transform``: a name both ``fit`` and ``transform``
+        consume must be requested alike, so request it for both
+        (``set_fit_request(sensitive_features=True)`` too); a pipeline's
+        ``fit`` then erases its training rows with the oracle edit, and its
+        ``predict``/``transform`` with the labels passed to them. By default
+        ``transform`` does not consume them (the ordinary edit).
+
+        Parameters
+        ----------
+        sensitive_features : bool, None or str, default=sklearn.utils.metadata_routing.UNCHANGED
+            True: pass them to ``transform``; False: do not; None: error if
+            given; a str: an alias. ``UNCHANGED`` keeps the current request.
+
+        Returns
+        -------
+        self : LinearErasure
+        """
+        if not sklearn.get_config().get("enable_metadata_routing", False):
+            raise RuntimeError(
+                "set_transform_request is only available when metadata routing is enabled: "
+                "sklearn.set_config(enable_metadata_routing=True)."
+            )
+        requests = self._get_metadata_request()
+        if sensitive_features is not UNCHANGED:
+            requests.transform.add_request(param="sensitive_features", alias=sensitive_features)
+        self._metadata_request = requests
+        return self
+
+    def fit_transform(self, X: ArrayLike, y: ArrayLike | None = None, **fit_params) -> np.ndarray:
+        """Fit, then erase from ``X``: ``fit(X, y, **fit_params).transform(X)``.
+
+        The ordinary edit, unless metadata routing is enabled and ``transform``
+        requests ``sensitive_features`` (:meth:`set_transform_request`): then
+        the training rows are erased with Oracle LEACE, as in a pipeline.
+        """
+        labels = fit_params.get("sensitive_features")
+        self.fit(X, y, **fit_params)
+        if labels is not None and self._transform_requests_labels():
+            return self.transform(X, sensitive_features=labels)
+        return self.transform(X)
+
+    def _transform_requests_labels(self):
+        if not sklearn.get_config().get("enable_metadata_routing", False):
+            return False
+        requests = self._get_metadata_request().transform.requests
+        return requests.get("sensitive_features") is True
+
     def __init__(
         self,
         *,
         attributes: Literal["intersectional", "separate"] = "intersectional",
         continuous_attributes: bool | Sequence[str | int] | None = None,
+        method: Literal["leace", "orthogonal"] = "leace",
+        shrinkage: Literal["ledoit-wolf", "oas"] | float | None = None,
+        constrain_cov_trace: bool = False,
+        svd_tol: float | None = None,
         require_groups: bool = False,
     ) -> None:
         self.attributes = attributes
         self.continuous_attributes = continuous_attributes
+        self.method = method
+        self.shrinkage = shrinkage
+        self.constrain_cov_trace = constrain_cov_trace
+        self.svd_tol = svd_tol
         self.require_groups = require_groups
 
     # What the front door (fairpca._front_door) reads: the eraser needs only the
@@ -260,31 +662,133 @@ class LinearErasure(FairpcaMixin, OneToOneFeatureMixin, TransformerMixin, BaseEs
                 f"attributes must be one of {_ATTRIBUTE_MODES}, got {self.attributes!r}."
             )
         check_continuous_attributes(self.continuous_attributes)
+        if not isinstance(self.method, str) or self.method not in _METHODS:
+            raise ValueError(f"method must be one of {_METHODS}, got {self.method!r}.")
+        _check_shrinkage(self.shrinkage)
+        if not isinstance(self.constrain_cov_trace, bool | np.bool_):
+            raise TypeError(
+                f"constrain_cov_trace must be True or False, got {self.constrain_cov_trace!r}."
+            )
+        if self.svd_tol is not None:
+            if isinstance(self.svd_tol, bool | np.bool_) or not isinstance(
+                self.svd_tol, numbers.Real
+            ):
+                raise TypeError(f"svd_tol must be None or a float >= 0, got {self.svd_tol!r}.")
+            if not (float(self.svd_tol) >= 0 and np.isfinite(self.svd_tol)):
+                raise ValueError(f"svd_tol must be a finite float >= 0, got {self.svd_tol!r}.")
 
     def _continuous_columns(self):
         return check_continuous_attributes(self.continuous_attributes)
+
+    def _needs_fourth_moment(self):
+        return self.shrinkage == "ledoit-wolf" and self.method == "leace"
+
+    # ---------------------------------------------------------------- hooks
+    def _fit_in_memory(self, X, y, sensitive_features, weights):
+        moments, _, _ = self._memory_moments(X, sensitive_features, weights)
+        self.__dict__.pop("_fourth", None)
+        if self._needs_fourth_moment():
+            self._fourth = (moments.n_samples, *_fourth_moments(X, moments.pooled_mean, weights))
+        grouped = sensitive_features is not None
+        self._fit_from_moments(moments, grouped=grouped, fair=grouped)
+
+    def _fit_dask(self, X, y, sensitive_features, da):
+        if self._needs_fourth_moment():
+            raise TypeError(
+                "shrinkage='ledoit-wolf' needs a second pass over the rows (their fourth "
+                "moment), which a Dask fit does not make; use shrinkage='oas' or a float, "
+                "which need only the moments, or fit chunk by chunk with partial_fit."
+            )
+        self.__dict__.pop("_fourth", None)
+        return super()._fit_dask(X, y, sensitive_features, da)
+
+    def _partial_fit_chunk(self, X, y, sensitive_features, weights):
+        held = getattr(self, "moments_", None)
+        if not self._needs_fourth_moment():
+            self.__dict__.pop("_fourth", None)
+            return super()._partial_fit_chunk(X, y, sensitive_features, weights)
+        n_new = float(X.shape[0] if weights is None else np.sum(weights))
+        if weights is None:
+            new_mean = np.asarray(X.mean(axis=0)).ravel()
+        else:
+            new_mean = np.asarray(weights @ X).ravel() / max(n_new, np.finfo(float).tiny)
+        if held is None:
+            q, t = _fourth_moments(X, new_mean, weights)
+        else:
+            n_held = float(held.n_samples)
+            n_fourth, q, t = getattr(self, "_fourth", (None, 0.0, 0.0))
+            if n_fourth is None or not np.isclose(n_fourth, held.n_samples, rtol=1e-12, atol=0):
+                raise ValueError(
+                    "shrinkage='ledoit-wolf' needs the fourth moment of every row, and the "
+                    "earlier chunks were fitted without it; fit again from the first chunk."
+                )
+            centre = (n_held * held.pooled_mean + n_new * new_mean) / (n_held + n_new)
+            d = held.pooled_mean - centre
+            q, t = _shift_fourth(q, t, n_held, held.covariance() * n_held, d)
+            q_new, t_new = _fourth_moments(X, centre, weights)
+            q, t = q + q_new, t + t_new
+        self._fourth = (n_new + (0.0 if held is None else float(held.n_samples)), q, t)
+        return super()._partial_fit_chunk(X, y, sensitive_features, weights)
 
     def _fit_from_moments(self, moments, *, grouped, fair):
         self._fit_moments(moments, identity=not fair, grouped=grouped)
 
     def _fit_moments(self, moments, identity=False, grouped=True):
+        rho = 0.0
         if identity:
             erasure, rank = np.zeros((moments.n_features,) * 2), 0
         else:
-            erasure, rank = leace_map(moments, self.attributes)
-        self.erasure_, self.rank_ = erasure, rank
+            if self.method == "leace":
+                covariance = moments.covariance()
+                fourth = getattr(self, "_fourth", (None, None))[1]
+                rho = shrinkage_coefficient(self.shrinkage, covariance, moments.n_samples, fourth)
+            erasure, rank = leace_map(
+                moments,
+                self.attributes,
+                method=self.method,
+                shrinkage=rho,
+                constrain_cov_trace=bool(self.constrain_cov_trace),
+                svd_tol=None if self.svd_tol is None else float(self.svd_tol),
+            )
+        self.erasure_, self.rank_, self.shrinkage_ = erasure, rank, rho
         self.mean_ = moments.pooled_mean
         self.groups_ = moments.groups if grouped else None
         self.moments_ = moments
 
-    def transform(self, X: ArrayLike) -> np.ndarray:
-        """Erase the attribute from ``X``.
+    def transform(self, X: ArrayLike, sensitive_features: ArrayLike | None = None) -> np.ndarray:
+        r"""Erase the attribute from ``X``; with ``sensitive_features``, Oracle LEACE.
+
+        Without ``sensitive_features``: ``x - A (x - mean_)`` with the fitted
+        map ``A = erasure_``.
+
+        With ``sensitive_features`` (the concept ``z`` of each row, in the
+        encoding of ``fit``: one-hot groups, continuous attributes as they
+        are), Oracle LEACE [Belrose2023]_ replaces each row by its residual
+        on the concept:
+
+        .. math::
+
+            x' = x - \Sigma_{XZ} \Sigma_{ZZ}^{+} (z - \mathrm{E} z),
+
+        with the training covariances. On the training rows ``Cov(X', Z) =
+        Sigma_XZ - Sigma_XZ Sigma_ZZ^+ Sigma_ZZ = 0``, and among all edits
+        ``x - f(z)`` with that property it moves each row least on average,
+        in every norm at once (it is the least-squares regression of ``x`` on
+        ``z``). For categorical groups alone the edit subtracts the group's
+        mean difference: ``x' = x - (mu_a - mu)``. It uses ``z``, so it is for
+        data whose concept is known; the map of the options (``method``,
+        ``shrinkage``) does not enter it.
 
         Parameters
         ----------
         X : array-like, sparse matrix, Dask array or DataFrame of shape (n_samples, n_features)
             Dask input gives a lazy result of the same kind (Dask array: ``X``'s
-            row chunks; Dask DataFrame: its index, divisions and columns).
+            row chunks; Dask DataFrame: its index, divisions and columns);
+            Oracle LEACE takes in-memory ``X``.
+        sensitive_features : array-like of shape (n_samples,) or (n_samples, n_attr), default=None
+            The concept of each row, as in ``fit`` (only groups seen there).
+            In a pipeline with metadata routing, ask for it with
+            ``set_transform_request(sensitive_features=True)``.
 
         Returns
         -------
@@ -295,6 +799,8 @@ class LinearErasure(FairpcaMixin, OneToOneFeatureMixin, TransformerMixin, BaseEs
             added to it.
         """
         check_is_fitted(self, "erasure_")
+        if sensitive_features is not None:
+            return self._oracle_transform(X, sensitive_features)
         if _is_dask_collection(X):
             names = self.get_feature_names_out()
             return lazy_rows(self, "transform", X, self.n_features_in_, names)
@@ -303,3 +809,44 @@ class LinearErasure(FairpcaMixin, OneToOneFeatureMixin, TransformerMixin, BaseEs
         if issparse(X):
             return add_sparse(-removed, X)
         return X - removed
+
+    def _oracle_transform(self, X, sensitive_features):
+        name = type(self).__name__
+        if _is_dask_collection(X) or _is_dask_collection(sensitive_features):
+            raise TypeError(
+                f"{name}.transform with sensitive_features (Oracle LEACE) takes in-memory X "
+                "and labels; compute them first, or map it over the blocks yourself."
+            )
+        moments = getattr(self, "moments_", None)
+        if moments is None:
+            raise ValueError(
+                f"{name}.transform with sensitive_features needs the group moments, which "
+                "compact() dropped; refit, or compact only after the last oracle transform."
+            )
+        if self.groups_ is None:
+            raise ValueError(
+                f"{name} was fitted without sensitive_features: there is no concept to "
+                "erase with; call transform(X) without them."
+            )
+        X = check_estimator_data(self, X, reset=False, accept_sparse=SPARSE_FORMATS)
+        n = X.shape[0]
+        categorical, covariates, names = split_sensitive_features(
+            sensitive_features, self._continuous_columns()
+        )
+        offsets, slopes = oracle_coefficients(moments, self.attributes)
+        if categorical is None:
+            edit = np.repeat(offsets, n, axis=0)
+        else:
+            edit = offsets[training_group_codes(self.groups_, categorical, n, name)]
+        if covariates is not None:
+            Z = check_covariates(covariates, n, names)
+            if Z.shape[1] != slopes.shape[1]:
+                raise ValueError(
+                    f"sensitive_features has {Z.shape[1]} continuous column(s); {name} was "
+                    f"fitted with {slopes.shape[1]}."
+                )
+            zeta = moments.proportions @ moments.covariate_means
+            edit = edit + (Z - zeta) @ slopes.T
+        if issparse(X):
+            return add_sparse(-edit, X)
+        return X - edit
