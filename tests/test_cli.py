@@ -311,7 +311,7 @@ def test_tradeoff_writes_csv_plots_and_one_html_report(csv_file, tmp_path):
     assert "mmd2" not in curve.columns  # only the metric asked for
     assert curve["on_frontier"].any()
     images = _check_html_report(out / "report.html", str(path))
-    assert len(images) == 1 and "95% percentile bootstrap" in (out / "report.html").read_text()
+    assert len(images) == 1 and "95% symmetric bootstrap" in (out / "report.html").read_text()
     assert (out / "tradeoff.svg").read_text().lstrip().startswith("<?xml")
     # A downstream metric without a target is refused before any fit.
     no_target = tmp_path / "no_target.csv"

@@ -84,6 +84,129 @@ def test_select_returns_the_best_variance_setting_within_the_limit():
         select(curve, {"demographic_parity_difference": 0.05}, bound="lower")
 
 
+def test_select_breaks_ties_toward_the_fairer_then_the_simpler_setting():
+    # PCA, its copy under a fair method's name and a fairer setting of the same variance.
+    curve = pd.DataFrame(
+        {
+            "method": ["PCA", "MeanMatchingFairPCA", "ParetoFairPCA", "MeanMatchingFairPCA"],
+            "explained_variance_ratio": [0.5, 0.5 * (1 + 1e-12), 0.5, 0.4],
+            "demographic_parity_difference": [0.2, 0.2, 0.2, 0.05],
+            "demographic_parity_difference_low": [0.1, 0.1, 0.1, 0.02],
+            "demographic_parity_difference_high": [0.29, 0.29, 0.29, 0.08],
+        }
+    )
+    curve["estimator"] = [
+        PCA(2),
+        MeanMatchingFairPCA(mean_penalty=0.0),
+        ParetoFairPCA(disparity_ratio=1.0),
+        MeanMatchingFairPCA(mean_penalty=np.inf),
+    ]
+    from fairpca.tradeoff import IndistinguishableFromPCAWarning
+
+    # A three-way tie on variance and fairness: the simpler (group-blind) PCA, said to be PCA.
+    with pytest.warns(IndistinguishableFromPCAWarning, match=r"\(PCA\) is not shown to differ"):
+        assert isinstance(select(curve, {"demographic_parity_difference": 0.3}), PCA)
+    # Without PCA: the first of the tied fair settings in the curve's order.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        chosen = select(curve.iloc[1:], {"demographic_parity_difference": 0.3})
+    assert isinstance(chosen, MeanMatchingFairPCA) and chosen.mean_penalty == 0.0
+    # A fairer estimate wins a tie on variance.
+    tied = curve.copy()
+    tied.loc[2, "demographic_parity_difference"] = 0.19
+    with pytest.warns(IndistinguishableFromPCAWarning, match="ParetoFairPCA"):
+        chosen = select(tied, {"demographic_parity_difference": 0.3}, bound="estimate")
+    assert isinstance(chosen, ParetoFairPCA)
+    # A setting whose interval is clear of PCA's is chosen without the warning.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        chosen = select(curve, {"demographic_parity_difference": 0.2})
+    assert chosen.mean_penalty == np.inf
+
+
+def test_bootstrap_intervals_contain_their_estimate():
+    # Two groups of equal law: the absolute gaps are near 0, where percentile intervals
+    # of the resampled absolute values lie above the estimate.
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(120, 4))
+    s = np.repeat([0, 1], 60)
+    y = (X[:, 0] > 0).astype(int)
+    pca = PCA(n_components=2).fit(X)
+    predicted = (pca.transform(X)[:, 0] > 0).astype(int)
+    metrics = ["reconstruction_error_gap", "max_marginal_loss", "demographic_parity_difference"]
+    for seed in range(5):
+        values = bootstrap_metrics(
+            pca, X, s, metrics, y=y, predicted=predicted, n_bootstrap=30, random_state=seed
+        )
+        for name, (estimate, low, high) in values.items():
+            assert low <= estimate <= high, (name, estimate, low, high)
+            assert low >= 0
+
+
+class _SamePCA(PCA):
+    """PCA under another name: the same projection as a second setting of a curve."""
+
+
+def test_settings_with_the_same_projection_get_the_same_intervals():
+    X, s, y = make_gaussian_groups(n_samples=300, random_state=2, return_target=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        curve = tradeoff_curve(
+            X,
+            s,
+            y,
+            estimators={
+                "PCA": PCA(n_components=2),
+                "copy": _SamePCA(n_components=2),
+                "MeanMatchingFairPCA": MeanMatchingFairPCA(n_components=2),
+            },
+            param_grids={"MeanMatchingFairPCA": {"mean_penalty": [0.0]}},
+            metrics=["reconstruction_error_gap", "demographic_parity_difference"],
+            n_bootstrap=20,
+            random_state=0,
+        )
+    columns = [c for c in curve if c.endswith(("_low", "_high"))]
+    assert len(columns) == 6
+    # The same projection: the same resamples give exactly the same interval.
+    pd.testing.assert_series_equal(curve.loc[0, columns], curve.loc[1, columns], check_names=False)
+    # mean_penalty=0 is PCA's projection, to rounding: the same intervals, to rounding.
+    np.testing.assert_allclose(
+        curve.loc[2, columns].to_numpy(float), curve.loc[0, columns].to_numpy(float), rtol=1e-8
+    )
+
+
+@pytest.mark.slow  # 29 settings of the README's example (about 15 s)
+def test_select_on_the_readme_example_picks_a_fair_setting_or_says_it_is_pca():
+    from fairpca.tradeoff import IndistinguishableFromPCAWarning
+
+    X, s, y = make_gaussian_groups(random_state=0, return_target=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        curve = tradeoff_curve(
+            X, s, y, metrics=["mmd2", "demographic_parity_difference"], n_bootstrap=50
+        )
+    pca_like = curve["method"].isin(["PCA"]) | (curve["setting"] == "mean_penalty=0")
+    pca_like |= curve["setting"] == "disparity_ratio=1"
+    columns = ["demographic_parity_difference_low", "demographic_parity_difference_high"]
+    np.testing.assert_allclose(
+        curve.loc[pca_like, columns].to_numpy(float),
+        np.tile(curve.loc[0, columns].to_numpy(float), (3, 1)),
+        rtol=1e-8,
+    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        best = select(curve, {"demographic_parity_difference": 0.3})
+    said = [w for w in caught if issubclass(w.category, IndistinguishableFromPCAWarning)]
+    row = curve[curve["estimator"].map(lambda e: e.get_params() == best.get_params())]
+    fair = (
+        not isinstance(best, PCA)
+        and row["demographic_parity_difference"].iloc[0]
+        < (curve.loc[0, "demographic_parity_difference"])
+    )
+    assert fair or said
+    assert not (isinstance(best, PCA) and not said)
+
+
 @pytest.mark.slow  # 200 trials of 200 bootstrap resamples
 def test_bootstrap_intervals_cover_the_true_gap():
     """Known Gaussian groups and a fixed projection: the gap has a closed form."""

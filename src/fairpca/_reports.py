@@ -555,8 +555,9 @@ def write_tradeoff_files(curve, output, *, source):
         "target dimension d": attrs["n_components"],
         "seed": attrs["random_state"],
         "intervals": (
-            f"{attrs['confidence']:.0%} percentile bootstrap, {attrs['n_bootstrap']} resamples "
-            "of the held-out rows within each group (fits not repeated)"
+            f"{attrs['confidence']:.0%} symmetric bootstrap (estimate ± the quantile of the "
+            f"resamples' distance to it), {attrs['n_bootstrap']} resamples of the held-out rows "
+            "within each group, the same resamples for every setting (fits not repeated)"
         ),
     }
     # The per-group columns are in the panel (and in the CSV files).

@@ -146,8 +146,8 @@ def plot_tradeoff_curve(curve: pd.DataFrame, metrics: Sequence[str] | None = Non
             (line,) = ax.plot(
                 x, y, marker=markers[i % len(markers)], ms=6, lw=1, label=plot_text(method)
             )
-            # The intervals as drawn segments: a percentile interval need not contain
-            # the estimate (with few resamples), so they are not error bars around it.
+            # The intervals as drawn segments (symmetric bootstrap intervals, which
+            # contain the estimate; clipped at 0 below).
             color = line.get_color()
             ax.hlines(y, part[f"{metric}_low"], part[f"{metric}_high"], colors=color, lw=0.8)
             ax.vlines(x, part[f"{QUALITY}_low"], part[f"{QUALITY}_high"], colors=color, lw=0.8)

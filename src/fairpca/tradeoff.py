@@ -4,8 +4,8 @@ Every fair method has a knob that trades retained variance for fairness
 (mean matching's ``mean_penalty``, MMD's ``tau``, RFPCA's ``lam``, FPCA's
 ``delta``, Pareto's ``disparity_ratio``). :func:`tradeoff_curve` fits each
 method over a grid of its knob on a training part, evaluates every setting on
-held-out rows and attaches percentile bootstrap intervals (the held-out rows
-resampled within each group, the fitted projections fixed), and marks the
+held-out rows and attaches bootstrap intervals (the held-out rows resampled
+within each group, the fitted projections fixed), and marks the
 non-dominated settings: those for which no other setting keeps at least as
 much variance with every fairness metric at least as low, and is strictly
 better somewhere. :func:`select` then returns the best-variance setting that
@@ -13,7 +13,14 @@ meets fairness limits, optionally with the interval's upper end below the
 limit, as a configured, unfitted estimator.
 
 The bootstrap measures the sampling noise of the evaluation rows, not the
-variability of the fit itself: each setting is fitted once.
+variability of the fit itself: each setting is fitted once. The resamples are
+*paired*: one draw of row indices per resample, the same for every setting of
+a curve, so two settings with the same projection get the same interval and
+differences between settings are measured on the same rows. The interval is
+the symmetric (basic) bootstrap interval ``estimate ± c``, ``c`` the
+``confidence`` quantile of ``|resampled value - estimate|``: centred on the
+estimate, it always contains it (a percentile interval of a gap taken in
+absolute value need not: the absolute value biases the resamples upwards).
 """
 
 from __future__ import annotations
@@ -45,6 +52,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_GRIDS",
     "FAIRNESS_METRICS",
+    "IndistinguishableFromPCAWarning",
     "bootstrap_metrics",
     "frontier_mask",
     "select",
@@ -87,10 +95,31 @@ def _check_metrics(metrics):
 
 
 def _stratified_resamples(codes, n_bootstrap, rng):
-    """Row indices of bootstrap resamples drawn with replacement within each group."""
+    """Row indices of bootstrap resamples drawn with replacement within each group.
+
+    The draw depends only on ``codes``, ``n_bootstrap`` and ``rng``: the same seed
+    gives every setting of a curve the same resamples (paired).
+    """
     members = [np.flatnonzero(codes == a) for a in range(codes.max() + 1)]
     for _ in range(n_bootstrap):
         yield np.concatenate([rng.choice(rows, size=len(rows)) for rows in members])
+
+
+def _symmetric_interval(estimate, draws, confidence):
+    """``estimate ± c``, ``c`` the ``confidence`` quantile of ``|draw - estimate|``.
+
+    Contains ``estimate`` by construction. The metrics are non-negative (gaps,
+    MMD², shares), so the lower end is clipped at 0 when the estimate is; the
+    share of variance is at most 1.
+    """
+    draws = np.asarray(draws, dtype=float)
+    if not np.isfinite(estimate) or not np.isfinite(draws).any():
+        return estimate, np.nan, np.nan
+    half = float(np.nanquantile(np.abs(draws - estimate), confidence))
+    low, high = estimate - half, estimate + half
+    if estimate >= 0:
+        low = max(low, 0.0)
+    return estimate, low, high
 
 
 def _evaluate(projection, X, s, metrics, bandwidth, y=None, predicted=None):
@@ -112,12 +141,21 @@ def bootstrap_metrics(
     confidence: float = 0.95,
     random_state: int | np.random.SeedSequence | np.random.Generator | None = None,
 ) -> dict[str, tuple[float, float, float]]:
-    """Metrics of a fitted projection on rows ``X`` with percentile bootstrap intervals.
+    """Metrics of a fitted projection on rows ``X`` with symmetric bootstrap intervals.
 
     The rows are resampled with replacement within each group (so every
     resample keeps the group sizes) ``n_bootstrap`` times; the projection is
-    not refitted. The interval is the ``(1 - confidence) / 2`` and
-    ``(1 + confidence) / 2`` quantiles of the resampled values.
+    not refitted. The resamples depend only on the groups and ``random_state``:
+    two projections evaluated with the same seed are scored on the same
+    resamples (paired), and the same projection gets the same interval.
+
+    The interval is the symmetric basic bootstrap interval
+    ``estimate ± c``, where ``c`` is the ``confidence`` quantile of the
+    distances ``|resampled value - estimate|`` (clipped at 0 below for a
+    non-negative estimate). It is centred on the estimate, so it always
+    contains it; the percentile interval it replaces did not for gaps taken
+    in absolute value, whose resamples are biased upwards (a gap of 0.063
+    with the interval [0.10, 6.7]).
 
     Parameters
     ----------
@@ -138,7 +176,9 @@ def bootstrap_metrics(
         uses the same kernel).
     n_bootstrap : int, default=200
     confidence : float, default=0.95
-    random_state : int, Generator or None, default=None
+    random_state : int, SeedSequence, Generator or None, default=None
+        Seed of the resamples; pass the same int or SeedSequence to pair the
+        resamples of several projections.
 
     Returns
     -------
@@ -186,9 +226,8 @@ def bootstrap_metrics(
         )
         for name, value in sample.items():
             draws[name].append(value)
-    tail = (1 - confidence) / 2
     return {
-        name: (value, *np.nanquantile(draws[name], [tail, 1 - tail]))
+        name: _symmetric_interval(value, draws[name], confidence)
         for name, value in estimate.items()
     }
 
@@ -349,10 +388,11 @@ def tradeoff_curve_split(
         "confidence": confidence,
         "classifier": LogisticRegression(max_iter=1000) if classifier is None else classifier,
     }
-    seeds = np.random.SeedSequence(random_state).spawn(len(settings))
+    # Paired resamples: every setting draws the same row indices from one seed.
+    seed = np.random.SeedSequence(random_state).spawn(1)[0]
     tasks = (
         delayed(_fit_and_evaluate)(*setting, split, metrics, bandwidth, options, seed)
-        for setting, seed in zip(settings, seeds, strict=True)
+        for setting in settings
     )
     rows = []
     for i, row in enumerate(Parallel(n_jobs=n_jobs, return_as="generator")(tasks), start=1):
@@ -405,9 +445,9 @@ def tradeoff_curve(
     does. Each method of ``estimators`` is fitted on the training part at every
     point of its grid; each fit is evaluated on the held-out part: the share
     of variance it keeps (``explained_variance_ratio``) and the ``metrics``
-    (lower is fairer), each with a percentile bootstrap interval over
-    resamples of the held-out rows within each group
-    (:func:`bootstrap_metrics`). ``on_frontier`` marks the settings no other
+    (lower is fairer), each with a symmetric bootstrap interval over
+    resamples of the held-out rows within each group, the same resamples for
+    every setting (:func:`bootstrap_metrics`). ``on_frontier`` marks the settings no other
     setting dominates (:func:`frontier_mask`, on the estimates).
 
     Parameters
@@ -449,6 +489,36 @@ def tradeoff_curve(
     return tradeoff_curve_split(split, random_state=random_state, **options)
 
 
+def _fairness_key(row, metrics):
+    """The constrained metrics' estimates, to 10 significant digits (rounding is a tie)."""
+    return tuple(float(f"{float(row[m]):.10g}") for m in metrics)
+
+
+def _indistinguishable_from_pca(curve, chosen, metrics):
+    """Whether the chosen row's intervals overlap the PCA row's on every metric in ``metrics``.
+
+    The PCA row is the curve's first group-blind setting (:func:`takes_groups`);
+    False when the curve has none or lacks the interval columns.
+    """
+    from fairpca._fitting import takes_groups
+
+    blind = [i for i, est in curve["estimator"].items() if not takes_groups(est)]
+    columns = [c for m in metrics for c in (f"{m}_low", f"{m}_high")]
+    if not blind or any(c not in curve for c in columns):
+        return False
+    pca = curve.loc[blind[0]]
+    if chosen == blind[0]:
+        return True
+    row = curve.loc[chosen]
+    return all(
+        row[f"{m}_low"] <= pca[f"{m}_high"] and pca[f"{m}_low"] <= row[f"{m}_high"] for m in metrics
+    )
+
+
+class IndistinguishableFromPCAWarning(UserWarning):
+    """:func:`select` chose a setting whose intervals overlap PCA's on every limited metric."""
+
+
 def select(
     curve: pd.DataFrame,
     constraints: dict[str, float],
@@ -456,6 +526,19 @@ def select(
     bound: Literal["upper", "estimate"] = "upper",
 ) -> BaseEstimator:
     """The best-variance setting of ``curve`` that meets every fairness limit.
+
+    Among the settings that meet the limits, the one keeping the most
+    held-out variance; settings that keep the same variance (to rounding, e.g.
+    PCA and ``MeanMatchingFairPCA(mean_penalty=0)``) are tied, and a tie goes
+    to the fairer setting (lower estimates of the constrained metrics, in the
+    order of ``constraints``), then to the simpler one: a group-blind setting
+    (PCA) before a fair method, then the curve's order (each knob from least
+    to most constrained).
+
+    When the chosen setting's bootstrap interval overlaps the PCA row's on
+    every constrained metric (or the chosen setting is PCA), a
+    :class:`IndistinguishableFromPCAWarning` says that the curve does not show
+    it to be fairer than PCA on these rows.
 
     Parameters
     ----------
@@ -483,6 +566,9 @@ def select(
     """
     from sklearn.base import clone
 
+    from fairpca._fitting import takes_groups
+    from fairpca._warnings import warn
+
     if bound not in ("upper", "estimate"):
         raise ValueError(f"bound must be 'upper' or 'estimate', got {bound!r}.")
     if not isinstance(constraints, dict) or not constraints:
@@ -501,7 +587,29 @@ def select(
             for m, v in constraints.items()
         )
         raise ValueError(f"no setting meets the limits; the lowest {bound} values: {reached}.")
-    best = curve[ok][QUALITY].idxmax()
+    candidates = curve[ok]
+    quality = candidates[QUALITY].to_numpy(dtype=float)
+    tied = candidates[np.isclose(quality, quality.max(), rtol=1e-9, atol=1e-12)]
+    metrics = list(constraints)
+    position = {index: i for i, index in enumerate(curve.index)}
+    best = min(
+        tied.index,
+        key=lambda i: (
+            _fairness_key(curve.loc[i], metrics),
+            takes_groups(curve.loc[i, "estimator"]),
+            position[i],
+        ),
+    )
+    if _indistinguishable_from_pca(curve, best, metrics):
+        chosen = curve.loc[best]
+        what = f"{chosen['method']} {chosen.get('setting', '')}".strip()
+        warn(
+            f"the chosen setting ({what}) is not shown to differ from PCA: its "
+            f"{curve.attrs.get('confidence', 0.95):.0%} intervals overlap PCA's on "
+            f"{', '.join(metrics)}; no setting under the limits is shown fairer than PCA "
+            "on these rows, or a fairer one keeps less variance.",
+            IndistinguishableFromPCAWarning,
+        )
     return clone(curve.loc[best, "estimator"])
 
 
