@@ -539,7 +539,8 @@ class LinearErasure(FairpcaMixin, OneToOneFeatureMixin, TransformerMixin, BaseEs
 
         Returns
         -------
-        self : LinearErasure
+        self : object
+            The estimator.
         """
         if not sklearn.get_config().get("enable_metadata_routing", False):
             raise RuntimeError(
