@@ -398,20 +398,35 @@ def test_published_compas_csv_with_chosen_features():
 
 
 def test_result_flags_on_a_constructed_table():
+    from types import SimpleNamespace
+
     from fairpca.compare import result_flags
 
     table = pd.DataFrame(
         {
-            "positive_rate": [0.4, 0.0, 0.3, 1.0],
-            "mmd2": [0.10, 0.05, 0.20, 0.01],
-            "max_marginal_loss": [1.0, 2.0, 0.5, 3.0],
+            "positive_rate": [0.4, 0.015, 0.03, 0.985, 0.5, 0.5],
+            "explained_variance_ratio": [0.6, 0.5, 0.5, 0.5, 0.29, 0.31],
+            "mmd2": [0.10, 0.05, 0.20, 0.01, 0.05, 0.05],
+            "max_marginal_loss": [1.0, 2.0, 0.5, 3.0, 1.0, 1.0],
         },
-        index=["PCA", "MMDFairPCA", "MMDFairPCA2", "MinMaxLossFairPCA"],
+        index=["PCA", "MMDFairPCA", "MMDFairPCA2", "MinMaxLossFairPCA", "Low", "ConvexFairPCA"],
     )
-    flags = result_flags(table)
-    assert flags["PCA"] == [] and flags["MMDFairPCA"] == ["single-class"]
+    flags = result_flags(table, {"ConvexFairPCA": SimpleNamespace(ambiguous_=True)})
+    # Near one class: a positive rate under 2 % or over 98 % (NEAR_SINGLE_CLASS).
+    assert flags["PCA"] == [] and flags["MMDFairPCA"] == ["near-single-class"]
     assert flags["MMDFairPCA2"] == []  # not a known method: no criterion to compare
-    assert flags["MinMaxLossFairPCA"] == ["single-class", "worse-than-PCA:max_marginal_loss"]
+    assert flags["MinMaxLossFairPCA"] == [
+        "near-single-class",
+        "worse-than-PCA:max_marginal_loss",
+    ]
+    # Less than half of PCA's variance (LOW_VARIANCE_FRACTION); components not determined.
+    assert flags["Low"] == ["low-variance"]
+    assert flags["ConvexFairPCA"] == ["undetermined"]
+    # LinearErasure's guarantee is linear: group separability is not its own criterion.
+    from fairpca.metrics._registry import own_criterion
+
+    assert own_criterion("LinearErasure") is None
+    assert own_criterion("MeanMatchingFairPCA").name == "group_separability"
 
 
 def test_compare_flags_single_class_classifiers_and_noisy_groups(tmp_path):
@@ -426,7 +441,10 @@ def test_compare_flags_single_class_classifiers_and_noisy_groups(tmp_path):
     args = ["compare", "--data", str(path), "--sensitive", "group", "--target", "label"]
     result = CliRunner().invoke(cli, [*args, "--methods", "MeanMatchingFairPCA"])
     assert result.exit_code == 0, result.output
-    assert "Flag PCA: its downstream classifier predicts one class" in result.output
+    assert "Flag PCA: the downstream classifier predicts positive for under 2%" in result.output
+    # The baselines of the downstream columns are rows of the table.
+    assert "baseline: majority class" in result.output
+    assert "baseline: all features" in result.output
     assert "Noisy: groups with fewer than 30 held-out rows: 'small' (12 rows)" in result.output
     assert "mmd2: largest squared MMD" in result.output  # the legend of the columns
 

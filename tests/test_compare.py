@@ -118,13 +118,22 @@ def test_a_failing_method_is_recorded_and_the_others_go_on(monkeypatch, data, bu
     assert comparison.failed == {"_Crashes": "RuntimeError: ADMM found no point"}
     assert any("[2/4] _Crashes FAILED after" in m for m in messages)
     every = every_method_table(comparison)
-    assert list(every.index) == ["PCA", "_Crashes", "_Balanced", "_NeedsExtra"]
+    # Every method asked for, then the downstream baselines (majority class, all features).
+    baselines = ["baseline: majority class", "baseline: all features"]
+    assert list(every.index) == ["PCA", "_Crashes", "_Balanced", "_NeedsExtra", *baselines]
     assert every["status"].to_dict() == {
         "PCA": "fitted",
         "_Crashes": "failed",
         "_Balanced": "fitted",
         "_NeedsExtra": "unavailable",
+        **dict.fromkeys(baselines, "baseline"),
     }
+    majority = every.loc["baseline: majority class"]
+    assert majority["demographic_parity_difference"] == 0
+    assert majority["accuracy"] == pytest.approx(
+        max(np.mean(comparison.split.y_test), 1 - np.mean(comparison.split.y_test)), abs=0.02
+    )
+    assert np.isnan(float(every.loc["baseline: all features", "explained_variance_ratio"]))
     assert np.isnan(float(every.loc["_Crashes", "explained_variance_ratio"]))
     assert every.loc["_Balanced", "explained_variance_ratio"] == pytest.approx(
         comparison.table.loc["_Balanced", "explained_variance_ratio"]
@@ -193,6 +202,7 @@ def test_compare_reports_methods_that_did_not_converge(monkeypatch, tmp_path):
     result = CliRunner().invoke(cli, ["compare", "--output", str(out)])
     assert result.exit_code == 0, result.output
     table = pd.read_csv(out / "comparison.csv", index_col="method")
+    table = table[table["status"] != "baseline"]
     assert table["converged"].to_dict() == {"PCA": True, "_Balanced": True, "_StopsEarly": False}
     assert "converged: PCA yes, _Balanced yes, _StopsEarly NO" in result.output
     assert "Did not converge: _StopsEarly (" in result.output

@@ -410,3 +410,36 @@ def test_a_metric_added_to_the_registry_is_swept_by_the_curve(monkeypatch):
     monkeypatch.setitem(METRICS, "toy_share", dataclasses.replace(row, bootstrap=False))
     with pytest.raises(ValueError, match="toy_share"):
         tradeoff_curve(X, s, estimators={"PCA": PCA(2)}, metrics=["toy_share"], n_bootstrap=5)
+
+
+class _KeepsTheLeastVariance(PCA):
+    """A projection on the last principal components, saying its components are tied."""
+
+    def fit(self, X, y=None):
+        full = PCA().fit(X)
+        self.mean_, self.components_ = full.mean_, full.components_[-self.n_components :]
+        self.n_components_ = self.n_components
+        self.ambiguous_ = True
+        return self
+
+
+def test_curve_flags_near_single_class_undetermined_and_low_variance_settings():
+    X, s = make_gaussian_groups(n_samples=400, random_state=0)
+    y = (np.arange(len(s)) % 20 == 0).astype(int)  # 5 % positives, unrelated to X: all negative
+    curve = tradeoff_curve(
+        X,
+        s,
+        y,
+        estimators={"PCA": PCA(n_components=2), "last": _KeepsTheLeastVariance(n_components=2)},
+        metrics=["demographic_parity_difference"],
+        n_bootstrap=5,
+        random_state=0,
+    )
+    assert (curve["positive_rate"] < 0.02).all()
+    assert curve.set_index("method")["flags"].to_dict() == {
+        "PCA": "near-single-class",
+        "last": "near-single-class undetermined low-variance",
+    }
+    from fairpca._reports import curve_text
+
+    assert "low-variance" in curve_text(curve)

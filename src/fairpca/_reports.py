@@ -34,6 +34,7 @@ from numpy.typing import ArrayLike
 from fairpca import _curve, _html, _methods, _output, plotting
 from fairpca._group_outcomes import WORSE_OFF_COLUMN
 from fairpca.metrics import describe_metric, metric_family
+from fairpca.metrics._registry import FLAGS, legend
 from fairpca.pareto import _WORSE_OFF_FACTOR, _WORSE_OFF_FLOOR
 
 if TYPE_CHECKING:
@@ -75,10 +76,12 @@ def every_method_table(comparison: Comparison) -> pd.DataFrame:
     Adds ``status`` (``"fitted"``, ``"failed"``, ``"stopped"`` or
     ``"unavailable"``) and ``reason`` (why it is not fitted, "" when it is);
     the metric columns of a method that was not fitted are missing (NaN).
+    The downstream baselines (majority class, all features) follow as rows of
+    status ``"baseline"``, with only the downstream columns.
     """
     import pandas as pd
 
-    table = comparison.table.assign(status="fitted", reason="")
+    table = _with_baselines(comparison, comparison.table.assign(status="fitted", reason=""))
     others = pd.DataFrame(
         [
             {"status": o.status, "reason": o.reason, "fit_seconds": o.seconds}
@@ -152,16 +155,11 @@ def comparison_notes(comparison):
     notes = [_convergence_note(table), _stopped_note(comparison)]
     notes += [f"Failed: {name}: {reason}" for name, reason in comparison.failed.items()]
     notes += [f"Not available: {name}: {reason}" for name, reason in comparison.unavailable.items()]
-    meaning = {
-        "single-class": "its downstream classifier predicts one class for every held-out row, "
-        "so its parity gaps (0) say nothing about fairness",
-        "worse-than-PCA": "on the held-out rows it does worse than PCA on its own criterion",
-    }
     for name, flags in table["flags"].items():
         for flag in str(flags).split():
             kind, _, column = flag.partition(":")
             detail = f" ({column})" if column else ""
-            notes.append(f"Flag {name}: {meaning[kind]}{detail}.")
+            notes.append(f"Flag {name}: {FLAGS[kind]}{detail}.")
     small = noisy_groups(comparison.split.s_test)
     if small:
         listed = ", ".join(f"{g!r} ({n} rows)" for g, n in small.items())
@@ -189,8 +187,9 @@ def comparison_text(comparison):
     table = comparison.table
     if not len(table):
         return ""
+    shown = _with_baselines(comparison, table[_scalar_columns(table)])
     with pd.option_context("display.width", 200, "display.max_columns", None):
-        shown = table[_scalar_columns(table)].T.to_string(float_format=lambda v: f"{v:.4g}")
+        shown = shown.T.to_string(float_format=lambda v: f"{v:.4g}", na_rep="")
     converged = ", ".join(
         f"{name} {'yes' if ok else 'NO'}" for name, ok in table["converged"].items()
     )
@@ -228,7 +227,7 @@ def curve_table(curve):
 
 def _with_intervals(table, columns):
     """Each column as ``estimate [low, high]`` text, and whether the row is on the frontier."""
-    shown = table[[c for c in ("on_frontier", WORSE_OFF_COLUMN) if c in table]].copy()
+    shown = table[[c for c in ("on_frontier", WORSE_OFF_COLUMN, "flags") if c in table]].copy()
     for column in columns:
         shown[column] = [
             "failed" if np.isnan(v) else f"{v:.4g} [{lo:.4g}, {hi:.4g}]"
@@ -396,6 +395,21 @@ def write_tradeoff_report(curve, output, *, source="", force=False):
     """
     with output_folder(output, force=force) as staging:
         return write_tradeoff_files(curve, staging, source=source)
+
+
+def _with_baselines(comparison, table):
+    """``table`` with the comparison's downstream baselines as rows at its end."""
+    import pandas as pd
+
+    baselines = getattr(comparison, "baselines", None)
+    if baselines is None or not len(baselines) or not len(table):
+        return table
+    rows = baselines.reindex(columns=table.columns)
+    if "status" not in table:
+        return pd.concat([table, rows])
+    rows["status"] = "baseline"
+    rows["reason"] = "reference for the downstream columns, not a representation"
+    return pd.concat([table.astype(object), rows.astype(object)])
 
 
 def write_comparison_files(comparison, output, *, source, notes, progress=None, notify=None):
@@ -568,6 +582,7 @@ def write_tradeoff_files(curve, output, *, source):
         ("Fairness against retained variance", [figure]),
         ("Groups against PCA, per setting", _group_blocks(outcomes, ["method", "setting"])),
         ("Every setting", [table]),
+        ("What the columns mean", legend(table.columns)),
     ]
     _output.write_text(
         output / "report.html", _html.html_report("fairpca tradeoff", facts, sections)

@@ -14,7 +14,7 @@ rather than silently dropped.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -39,10 +39,11 @@ from fairpca._reports import (
     noisy_groups,
 )
 from fairpca.datasets._split import MIN_GROUP_ROWS, Split, make_split
-from fairpca.metrics._registry import METRICS, own_criterion
+from fairpca.metrics._registry import METRICS, row_flags
 
 if TYPE_CHECKING:
     import pandas as pd
+    from sklearn.base import BaseEstimator
 
 __all__ = [
     "MIN_GROUP_ROWS",
@@ -91,6 +92,11 @@ class Comparison:
         Per method and group, on the test part: per-row reconstruction error
         and marginal loss, PCA's, and whether the group is worse off than
         under PCA (:func:`group_outcomes`).
+    baselines : pandas.DataFrame or None
+        The downstream metrics of two references, by the same protocol: the
+        majority class and the classifier on all features
+        (:func:`fairpca.metrics._classifier.downstream_baselines`); None
+        without a binary target. The reports show them as rows of the table.
     """
 
     table: object
@@ -102,6 +108,7 @@ class Comparison:
     time_budget: float | None = None
     methods: list | None = None
     group_outcomes: object = None
+    baselines: object = None
 
     def _reasons(self, status):
         return {name: o.reason for name, o in self.outcomes.items() if o.status == status}
@@ -247,7 +254,17 @@ def compare_split(
     # without the attribute (PCA) is solved in closed form.
     table["converged"] = [bool(getattr(fitted[name], "converged_", True)) for name in table.index]
     table["fit_seconds"] = [outcomes[name].seconds for name in table.index]
-    table["flags"] = [" ".join(flags) for flags in result_flags(table).values()]
+    table["flags"] = [" ".join(flags) for flags in result_flags(table, fitted).values()]
+    baselines = None
+    if y_test is not None and fitted:
+        import pandas as pd
+
+        from fairpca.metrics._classifier import downstream_baselines
+
+        rows = downstream_baselines(split.X_test, y_test, split.s_test, random_state=random_state)
+        baselines = pd.DataFrame.from_dict(rows, orient="index")
+        baselines.index.name = table.index.name
+        baselines["flags"] = [" ".join(row_flags(row)) for _, row in baselines.iterrows()]
     return Comparison(
         table=table,
         estimators=fitted,
@@ -258,6 +275,7 @@ def compare_split(
         time_budget=time_budget,
         methods=methods,
         group_outcomes=outcomes_by_group,
+        baselines=baselines,
     )
 
 
@@ -315,27 +333,41 @@ OWN_CRITERION = {
 }
 
 
-def result_flags(table: pd.DataFrame) -> dict[str, list[str]]:
+def result_flags(
+    table: pd.DataFrame, estimators: Mapping[str, BaseEstimator] | None = None
+) -> dict[str, list[str]]:
     """Why a row of a comparison table should not be read at face value.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        The comparison's table (one row per method, PCA's among them).
+    estimators : dict, default=None
+        The fitted estimators by name, read for ``ambiguous_``.
 
     Returns
     -------
     flags : dict of str to list of str
-        Per method: ``"single-class"`` when the downstream classifier predicts
-        one class for every held-out row (its parity gaps are 0 without saying
-        anything about fairness), ``"worse-than-PCA:<column>"`` when a fair
-        method does worse than PCA on the held-out value of its own criterion
-        (the registry's ``optimised_by``, :data:`OWN_CRITERION`), in the
+        Per method, the metric registry's flags (:func:`fairpca.metrics._registry.row_flags`):
+        ``"near-single-class"`` when the downstream classifier predicts positive
+        for under 2 % or over 98 % of the held-out rows
+        (``NEAR_SINGLE_CLASS``: its parity gaps are near 0 without saying much
+        about fairness), ``"undetermined"`` when the estimator's
+        ``ambiguous_`` is True (tied eigenvalues: the components are arbitrary),
+        ``"low-variance"`` when it keeps less than 0.5 x PCA's explained
+        variance ratio (``LOW_VARIANCE_FRACTION``), ``"worse-than-PCA:<column>"``
+        when a fair method does worse than PCA on the held-out value of its own
+        criterion (the registry's ``optimised_by``, :data:`OWN_CRITERION`), in the
         metric's direction.
     """
-    flags = {name: [] for name in table.index}
-    for name in table.index:
-        rate = table.loc[name, "positive_rate"] if "positive_rate" in table else np.nan
-        if rate in (0.0, 1.0):
-            flags[name].append("single-class")
-        criterion = own_criterion(str(name))
-        column = None if criterion is None else criterion.name
-        if column in table and "PCA" in table.index:
-            if criterion.worse(table.loc[name, column], table.loc["PCA", column]):
-                flags[name].append(f"worse-than-PCA:{column}")
-    return flags
+    estimators = {} if estimators is None else estimators
+    reference = table.loc["PCA"] if "PCA" in table.index else None
+    return {
+        name: row_flags(
+            table.loc[name],
+            None if name == "PCA" else reference,
+            method=str(name),
+            estimator=estimators.get(name),
+        )
+        for name in table.index
+    }

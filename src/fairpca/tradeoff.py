@@ -41,7 +41,7 @@ from fairpca._group_outcomes import WORSE_OFF_COLUMN, group_scales, worse_off_gr
 from fairpca._methods import make_methods
 from fairpca.datasets._split import make_split
 from fairpca.metrics._classifier import held_out_predictions
-from fairpca.metrics._registry import METRICS, Evaluation, bootstrap_metrics_names
+from fairpca.metrics._registry import METRICS, Evaluation, bootstrap_metrics_names, row_flags
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -268,8 +268,12 @@ def _fit_and_evaluate(method, label, estimator, split, metrics, bandwidth, optio
             f"{method} is not a linear projection (no components_ and mean_): the trade-off "
             "curve measures retained variance, which needs one."
         )
+    # The flags that need the fitted estimator; the others are set on the whole curve.
+    row["flags"] = " ".join(row_flags({}, estimator=fitted))
     try:
-        values = _held_out_values(fitted, split, metrics, bandwidth, options, seed)
+        values, row["positive_rate"] = _held_out_values(
+            fitted, split, metrics, bandwidth, options, seed
+        )
         per_group = _held_out_groups(fitted, split)
     except Exception as exc:  # noqa: BLE001 - one setting's failure never ends the curve
         row["error"] = failure_reason(exc)
@@ -294,7 +298,10 @@ def _held_out_groups(fitted, split):
 
 
 def _held_out_values(fitted, split, metrics, bandwidth, options, seed):
-    """Bootstrap values of ``metrics`` on the test part (downstream: a classifier's)."""
+    """Bootstrap values of ``metrics`` on the test part (downstream: a classifier's).
+
+    Also returns the classifier's held-out positive rate (NaN without one).
+    """
     predicted = None
     if _needing(metrics, "y"):
         predicted = held_out_predictions(
@@ -304,7 +311,7 @@ def _held_out_values(fitted, split, metrics, bandwidth, options, seed):
             split.X_test,
             options["classifier"],
         )
-    return bootstrap_metrics(
+    values = bootstrap_metrics(
         fitted,
         split.X_test,
         split.s_test,
@@ -316,6 +323,35 @@ def _held_out_values(fitted, split, metrics, bandwidth, options, seed):
         confidence=options["confidence"],
         random_state=seed,
     )
+    return values, np.nan if predicted is None else float(np.mean(predicted))
+
+
+def _curve_flags(curve):
+    """Each setting's flags (the metric registry's), against the curve's PCA row if any."""
+    from fairpca._fitting import takes_groups
+
+    if "flags" not in curve:
+        curve["flags"] = ""
+    blind = [
+        i
+        for i, est in curve["estimator"].items()
+        if not takes_groups(est) and _notna(curve.loc[i, QUALITY])
+    ]
+    reference = curve.loc[blind[0]] if blind else None
+    flags = []
+    for i, row in curve.iterrows():
+        own = str(row["flags"]).split() if isinstance(row["flags"], str) else []
+        found = row_flags(row, None if i in blind[:1] else reference)
+        flags.append(" ".join(dict.fromkeys([*found[:1], *own, *found[1:]])))
+    return flags
+
+
+def _notna(value):
+    """Whether ``value`` is a number that is not NaN."""
+    try:
+        return not np.isnan(float(value))
+    except (TypeError, ValueError):
+        return False
 
 
 def tradeoff_curve_split(
@@ -345,6 +381,11 @@ def tradeoff_curve_split(
         every metric with ``_low`` and ``_high`` interval ends, ``fit_seconds`` and
         ``fit_cpu_seconds`` (wall-clock and CPU time of the fit),
         ``converged``, ``error`` (why a setting could not be fitted, else NaN),
+        ``positive_rate`` (the downstream classifier's held-out share of
+        positive predictions; NaN without a downstream metric), ``flags`` (the
+        metric registry's: ``near-single-class`` below 2 % or above 98 %,
+        ``undetermined`` for an estimator whose ``ambiguous_`` is True,
+        ``low-variance`` below 0.5 x the PCA row's explained variance ratio),
         the held-out per-row ``reconstruction_error[g]`` and ``marginal_loss[g]``
         of every group ``g``, ``on_frontier`` and ``groups_worse_off_than_PCA``
         (the groups the setting serves worse than PCA, or ``"none"``:
@@ -405,9 +446,10 @@ def tradeoff_curve_split(
             )
             progress(f"[{i}/{len(settings)}] {row['method']} {row['setting']} {done}".strip())
     curve = pd.DataFrame(rows)
-    for column in ("error", "fit_seconds", "fit_cpu_seconds", "converged"):
+    for column in ("error", "fit_seconds", "fit_cpu_seconds", "converged", "positive_rate"):
         if column not in curve:
             curve[column] = np.nan
+    curve["flags"] = _curve_flags(curve)
     curve["on_frontier"] = frontier_mask(
         curve[QUALITY].to_numpy(dtype=float), curve[metrics].to_numpy(dtype=float)
     )

@@ -409,3 +409,45 @@ def prediction_scores(
         ),
         "positive_rate": float(np.mean(positive)),
     }
+
+
+#: The rows :func:`downstream_baselines` returns, as they appear in the comparison's table.
+BASELINES = ("baseline: majority class", "baseline: all features")
+
+
+def downstream_baselines(
+    X: ArrayLike,
+    y: ArrayLike,
+    sensitive_features: ArrayLike,
+    *,
+    classifier: Literal["rbf_svm", "linear_svm"] | BaseEstimator = "rbf_svm",
+    cv: int | BaseCrossValidator | BaseShuffleSplit = 5,
+    random_state: int | np.random.RandomState | None = None,
+) -> dict[str, dict[str, float]]:
+    """What the downstream metrics read against: the majority class and all features.
+
+    The protocol of :func:`downstream_fairness` (out-of-fold predictions on
+    ``X``) with two reference representations: ``"baseline: majority class"``
+    predicts the training folds' most frequent class (its accuracy is the
+    majority rate, its parity gaps 0); ``"baseline: all features"`` trains the
+    classifier on ``X`` itself, with no projection.
+
+    Returns
+    -------
+    baselines : dict
+        ``{row name: downstream_fairness's dict}``, keyed by :data:`BASELINES`.
+    """
+    from sklearn.dummy import DummyClassifier
+    from sklearn.preprocessing import FunctionTransformer
+
+    X = check_data(X, "X")
+    identity = FunctionTransformer().fit(X)
+    common = {"cv": cv, "random_state": random_state}
+    return {
+        BASELINES[0]: downstream_fairness(
+            X, y, sensitive_features, identity, classifier=DummyClassifier(), **common
+        ),
+        BASELINES[1]: downstream_fairness(
+            X, y, sensitive_features, identity, classifier=classifier, **common
+        ),
+    }

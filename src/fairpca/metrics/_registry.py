@@ -51,6 +51,10 @@ __all__ = [
     "legend",
     "metric_family",
     "own_criterion",
+    "FLAGS",
+    "LOW_VARIANCE_FRACTION",
+    "NEAR_SINGLE_CLASS",
+    "row_flags",
 ]
 
 #: What a metric may need besides the rows and their groups.
@@ -373,7 +377,9 @@ METRICS: dict[str, Metric] = {
             "lower",
             "0 (inseparable) to 1",
             fairness=True,
-            optimised_by=("MeanMatchingFairPCA", "FairKernelPCA", "LinearErasure"),
+            # Not LinearErasure's: its guarantee is linear (no covariance between the
+            # representation and the groups), which a flexible classifier may still read.
+            optimised_by=("MeanMatchingFairPCA", "FairKernelPCA"),
         ),
         Metric(
             "reconstruction_error",
@@ -451,6 +457,88 @@ METRICS: dict[str, Metric] = {
     )
 }
 
+#: A downstream classifier predicting positive for fewer than this share of the
+#: held-out rows, or more than ``1 -`` it, is flagged ``near-single-class``.
+NEAR_SINGLE_CLASS = 0.02
+
+#: A projection keeping less than this multiple of PCA's held-out explained variance
+#: ratio is flagged ``low-variance``.
+LOW_VARIANCE_FRACTION = 0.5
+
+#: The flags of a report's row (``compare``'s table, ``tradeoff``'s curve) and what each
+#: says; :func:`row_flags` sets them.
+FLAGS = {
+    "near-single-class": (
+        f"the downstream classifier predicts positive for under {NEAR_SINGLE_CLASS:.0%} or "
+        f"over {1 - NEAR_SINGLE_CLASS:.0%} of the held-out rows, so its parity gaps (near 0) "
+        "say little about fairness"
+    ),
+    "undetermined": (
+        "the components are not determined by the problem (tied eigenvalues at the cut, "
+        "the estimator's ambiguous_): an equally optimal projection could give other numbers"
+    ),
+    "low-variance": (
+        f"it keeps less than {LOW_VARIANCE_FRACTION:g} x PCA's share of the held-out variance"
+    ),
+    "worse-than-PCA": "on the held-out rows it does worse than PCA on its own criterion",
+}
+
+
+def row_flags(
+    values: Any,
+    reference: Any = None,
+    *,
+    method: str | None = None,
+    estimator: Any = None,
+) -> list[str]:
+    """The :data:`FLAGS` of one row of a report.
+
+    Parameters
+    ----------
+    values : mapping
+        The row's columns (``positive_rate``, ``explained_variance_ratio``, the
+        method's own criterion), missing or NaN when not measured.
+    reference : mapping, default=None
+        PCA's row, for ``low-variance`` and ``worse-than-PCA`` (None: not judged).
+    method : str, default=None
+        The method's name, whose own criterion (:func:`own_criterion`) is checked.
+    estimator : fitted estimator, default=None
+        Read for ``ambiguous_`` (any estimator that sets it True is ``undetermined``).
+
+    Returns
+    -------
+    flags : list of str
+        ``near-single-class``, ``undetermined``, ``low-variance``,
+        ``worse-than-PCA:<column>``, in that order.
+    """
+
+    def value(row, column):
+        try:
+            return float(row[column])
+        except (KeyError, TypeError, ValueError):
+            return np.nan
+
+    flags = []
+    rate = value(values, "positive_rate")
+    if rate < NEAR_SINGLE_CLASS or rate > 1 - NEAR_SINGLE_CLASS:
+        flags.append("near-single-class")
+    if getattr(estimator, "ambiguous_", False) is True:
+        flags.append("undetermined")
+    if reference is not None:
+        kept, pca = (
+            value(values, "explained_variance_ratio"),
+            value(reference, "explained_variance_ratio"),
+        )
+        if kept < LOW_VARIANCE_FRACTION * pca:
+            flags.append("low-variance")
+        criterion = None if method is None else own_criterion(str(method))
+        if criterion is not None:
+            mine, theirs = value(values, criterion.name), value(reference, criterion.name)
+            if criterion.worse(mine, theirs):
+                flags.append(f"worse-than-PCA:{criterion.name}")
+    return flags
+
+
 #: The columns a workflow adds beside the metrics (no metric function).
 COLUMNS: dict[str, Metric] = {
     m.name: m
@@ -460,7 +548,12 @@ COLUMNS: dict[str, Metric] = {
         ),
         Metric("fit_seconds", None, "wall-clock time of the fit", None, "seconds"),
         Metric(
-            "flags", None, "reasons not to read the row at face value (see the notes)", None, ""
+            "flags",
+            None,
+            "reasons not to read the row at face value: "
+            + "; ".join(f"{name}: {meaning}" for name, meaning in FLAGS.items()),
+            None,
+            "",
         ),
         Metric(
             "groups_worse_off_than_PCA",
