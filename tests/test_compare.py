@@ -620,3 +620,21 @@ def test_a_metric_added_to_the_registry_is_a_column_of_the_comparison(monkeypatc
     assert describe_metric("toy_kept") == "toy_kept: a test metric (higher is better; fraction)"
     # Higher is better: 1 < PCA's 2 is worse than PCA.
     assert "worse-than-PCA:toy_kept" in result_flags(table)["_Balanced"]
+
+
+class _OneMoreColumn(_Balanced):
+    """Test-only method keeping one column more than asked (as a rank bound may allow)."""
+
+    def _fit_components(self, X, codes, moments, y, d):
+        return super()._fit_components(X, codes, moments, y, d + 1)
+
+
+def test_table_reports_the_fitted_columns_beside_d(monkeypatch, data):
+    _use_methods(monkeypatch, [_OneMoreColumn])
+    X, s, y = data
+    comparison = compare_methods(X, s, y, n_components=2)
+    table = comparison.table
+    assert comparison.estimators["_OneMoreColumn"].n_components_ == 3
+    assert table["n_components_"].to_dict() == {"PCA": 2, "_OneMoreColumn": 3}
+    columns = list(table.columns)
+    assert columns.index("n_components_") == columns.index("n_components") + 1

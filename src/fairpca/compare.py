@@ -177,6 +177,18 @@ class Comparison:
         )
 
 
+def fitted_columns(estimator: BaseEstimator, X: ArrayLike) -> int:
+    """The columns of ``estimator``'s representation: its ``n_components_``, else its width.
+
+    Can exceed the requested d: ``MinMaxLossFairPCA`` with more than two groups
+    may keep up to its documented rank bound.
+    """
+    columns = getattr(estimator, "n_components_", None)
+    if columns is None:
+        columns = estimator.transform(as_input_for(estimator, X[:1])).shape[1]
+    return int(columns)
+
+
 def _binary_or_none(split, progress):
     """The test target for the downstream metrics, or None when it is not binary.
 
@@ -250,6 +262,10 @@ def compare_split(
     outcomes_by_group = group_outcomes(split.X_test, split.s_test, fitted) if fitted else None
     worse = worse_off_groups(outcomes_by_group)
     table[WORSE_OFF_COLUMN] = [worse.get(name, "") for name in table.index]
+    if "n_components" in table:  # the columns as fitted, beside the d asked for
+        position = table.columns.get_loc("n_components") + 1
+        widths = [fitted_columns(fitted[name], split.X_test) for name in table.index]
+        table.insert(position, "n_components_", widths)
     # An iterative solver that stopped early sets converged_ = False; a method
     # without the attribute (PCA) is solved in closed form.
     table["converged"] = [bool(getattr(fitted[name], "converged_", True)) for name in table.index]

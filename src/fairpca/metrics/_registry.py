@@ -284,7 +284,7 @@ METRICS: dict[str, Metric] = {
         Metric(
             "n_components",
             lambda ev: ev.dimension,
-            "target dimension d (columns of the representation)",
+            "target dimension d asked for (the fitted columns: n_components_)",
             None,
             "count",
         ),
@@ -545,6 +545,15 @@ COLUMNS: dict[str, Metric] = {
     for m in (
         Metric(
             "converged", None, "whether the method's solver met its stopping rule", None, "yes/no"
+        ),
+        Metric(
+            "n_components_",
+            None,
+            "columns of the fitted representation (the estimator's n_components_, else the "
+            "width of transform): can exceed d, e.g. MinMaxLossFairPCA's rank bound with more "
+            "than two groups",
+            None,
+            "count",
         ),
         Metric("fit_seconds", None, "wall-clock time of the fit", None, "seconds"),
         Metric(
