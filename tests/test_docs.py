@@ -51,11 +51,17 @@ def estimator_classes():
 
 
 def documented_names(module_name, name):
-    """The names under which ``module_name.name`` may be documented (re-exports once)."""
+    """The names under which ``module_name.name`` may be documented (re-exports once).
+
+    An object public in several modules (``fairpca.datasets.Split`` is also
+    ``fairpca.experiments.Split``) is documented once, under any of them: Sphinx
+    refuses two descriptions of one class.
+    """
     obj = getattr(importlib.import_module(module_name), name)
     names = {f"{module_name}.{name}"}
-    if getattr(fairpca, name, None) is obj:
-        names.add(f"fairpca.{name}")
+    for other in ("fairpca", *PUBLIC_MODULES):
+        if getattr(importlib.import_module(other), name, None) is obj:
+            names.add(f"{other}.{name}")
     return names
 
 
