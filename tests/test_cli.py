@@ -513,3 +513,25 @@ def test_download_failure_and_misuse_are_reported(tmp_path, monkeypatch):
     assert not any(tmp_path.rglob("*.part"))  # nothing half-written is left behind
     refused = CliRunner().invoke(cli, ["compare", "--download"])
     assert refused.exit_code == 2 and "--download needs --dataset" in refused.output
+
+
+def test_intersectional_groups_and_sensitive_equal_to_target_from_the_command_line(tmp_path):
+    rng = np.random.default_rng(0)
+    n = 240
+    frame = pd.DataFrame(rng.normal(size=(n, 6)), columns=list("abcdef"))
+    frame["sex"] = np.where(np.arange(n) % 2, "F", "M")
+    frame["race"] = np.where(np.arange(n) % 3, "x", "y")
+    frame["label"] = (frame["a"] + rng.normal(size=n) > 0).astype(int)
+    path = tmp_path / "people.csv"
+    frame.to_csv(path, index=False)
+    args = ["compare", "--data", str(path), "--target", "label", *_ONE_METHOD]
+    result = CliRunner().invoke(cli, [*args, "--sensitive", "sex,race"])
+    assert result.exit_code == 0, result.output
+    assert "the combinations of 'sex' x 'race' (4 groups)" in result.output
+    # The target as the groups: a usage error before any fit.
+    for command in ("compare", "tradeoff"):
+        base = [command, "--data", str(path), "--target", "label", "--sensitive", "label"]
+        result = CliRunner().invoke(cli, base)
+        assert result.exit_code == 2, result.output
+        assert "is also a sensitive column" in result.output
+        assert "[1/" not in result.output  # nothing was fitted

@@ -50,7 +50,7 @@ def _data_options(command):
             type=click.IntRange(0, 9),
             help="Which of the protocol's 10 train/test splits to use with --dataset [default: 0].",
         ),
-        click.option("--sensitive", help="Column of --data holding the protected group."),
+        click.option("--sensitive", help="Group column of --data; a,b: their combinations."),
         click.option(
             "--target", help="Binary column of --data for the downstream classifier metrics."
         ),

@@ -194,3 +194,35 @@ def test_constant_and_empty_columns_are_named_and_left_out(tmp_path):
     assert table.positive_class == 1 and table.target.tolist() == [0, 1, 1, 0] * 10
     with pytest.raises(ValueError, match="no feature columns besides the named ones"):
         read_table(path, "g", "y", drop=["x"])
+
+
+def _people(tmp_path):
+    frame = pd.DataFrame(
+        {
+            "sex": ["F", "M", "F", "M", "F", "M"],
+            "race": ["a", "a", "b", "b", "a", "b"],
+            "x": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0],
+            "y": [0, 1, 0, 1, 1, 0],
+        }
+    )
+    path = tmp_path / "people.csv"
+    frame.to_csv(path, index=False)
+    return path
+
+
+def test_several_sensitive_columns_make_intersectional_groups(tmp_path):
+    path = _people(tmp_path)
+    for sensitive in ("sex,race", ["sex", "race"], "sex, race"):
+        table = read_table(path, sensitive, "y")
+        assert list(table.groups) == ["F/a", "M/a", "F/b", "M/b", "F/a", "M/b"]
+        assert list(table.features.columns) == ["x"]  # neither group column is a feature
+        assert "groups: the combinations of 'sex' x 'race' (4 groups)" in table.notes
+    with pytest.raises(ValueError, match="sensitive column 'religion' is not in people.csv"):
+        read_table(path, "sex,religion")
+
+
+def test_the_target_cannot_be_a_sensitive_column(tmp_path):
+    path = _people(tmp_path)
+    for sensitive in ("y", "sex,y"):
+        with pytest.raises(ValueError, match="target column 'y' is also a sensitive column"):
+            read_table(path, sensitive, "y")

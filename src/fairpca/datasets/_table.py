@@ -113,7 +113,7 @@ class UserTable:
 
 def read_table(
     path: str | Path,
-    sensitive: str,
+    sensitive: str | list[str],
     target: str | None = None,
     *,
     features: list[str] | None = None,
@@ -130,8 +130,12 @@ def read_table(
         A CSV file with a header row (or without one, given ``column_names``).
         Empty cells and ``?`` are missing values; spaces after a separator are
         ignored.
-    sensitive : str
+    sensitive : str or list of str
         Column holding the protected group. It must have no missing values.
+        Several columns (a list, or one string of comma-separated names that
+        is not itself a column, e.g. ``"sex,race"``): the groups are the
+        combinations of their values (intersectional groups, labelled
+        ``"Male/White"``).
     target : str, default=None
         Column with exactly two values, coded 0/1 (the larger value, as
         sorted, is 1).
@@ -176,7 +180,13 @@ def read_table(
     path = Path(path)
     drop = () if drop is None else list(drop)
     frame = _read_csv(path, column_names)
-    named = [("sensitive", sensitive), ("target", target)]
+    sensitive = _sensitive_columns(sensitive, frame.columns)
+    if target is not None and target in sensitive:
+        raise ValueError(
+            f"the target column {target!r} is also a sensitive column: the groups and the "
+            "target must be different columns."
+        )
+    named = [("sensitive", c) for c in sensitive] + [("target", target)]
     named += [("features", c) for c in features or ()] + [("drop", c) for c in drop]
     for option, column in named:
         if column is not None and column not in frame.columns:
@@ -184,20 +194,52 @@ def read_table(
                 f"{option} column {column!r} is not in {path.name}; its columns are: "
                 + ", ".join(map(str, frame.columns))
             )
-    if frame[sensitive].isna().any():
-        raise ValueError(f"sensitive column {sensitive!r} has missing values.")
-    groups, notes = _sensitive_groups(frame[sensitive], bins)
+    for column in sensitive:
+        if frame[column].isna().any():
+            raise ValueError(f"sensitive column {column!r} has missing values.")
+    if len(sensitive) == 1:
+        groups, notes = _sensitive_groups(frame[sensitive[0]], bins)
+    else:
+        groups, notes = _intersectional_groups(frame[sensitive], bins)
     y, positive = None, None
     if target is not None:
         y, positive = _binary_target(frame[target])
         notes.append(f"target: {target!r} == {positive!r} is the positive class")
-    candidates = frame.drop(columns=[c for c in (sensitive, target) if c is not None])
+    candidates = frame.drop(columns=[c for c in (*sensitive, target) if c is not None])
     kept, rule_notes = choose_columns(
         candidates, features=features, drop=drop, max_encoded_features=max_encoded_features
     )
     if kept.shape[1] == 0:
         raise ValueError(f"{path.name} has no feature columns besides the named ones.")
     return UserTable(kept, groups, y, positive, notes + rule_notes)
+
+
+def _sensitive_columns(sensitive, columns):
+    """The sensitive columns as a list: a column name, or comma-separated names, or a list."""
+    if isinstance(sensitive, str):
+        if sensitive in columns or "," not in sensitive:
+            return [sensitive]
+        sensitive = [name.strip() for name in sensitive.split(",")]
+    sensitive = list(sensitive)
+    if not sensitive or len(set(sensitive)) != len(sensitive):
+        raise ValueError(f"sensitive columns must be distinct and at least one: {sensitive}.")
+    return sensitive
+
+
+def _intersectional_groups(frame, bins):
+    """Groups that are the combinations of several sensitive columns' values."""
+    import pandas as pd
+
+    parts, notes = [], []
+    for column in frame.columns:
+        numeric = pd.api.types.is_numeric_dtype(frame[column].dtype)
+        labels, column_notes = _sensitive_groups(frame[column], bins if numeric else None)
+        parts.append(pd.Series(labels, index=frame.index).astype(str))
+        notes += column_notes
+    groups = parts[0].str.cat(parts[1:], sep="/").to_numpy()
+    names = " x ".join(repr(c) for c in frame.columns)
+    notes.append(f"groups: the combinations of {names} ({len(np.unique(groups))} groups)")
+    return groups, notes
 
 
 def _read_csv(path, column_names):
