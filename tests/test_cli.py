@@ -535,3 +535,14 @@ def test_intersectional_groups_and_sensitive_equal_to_target_from_the_command_li
         assert result.exit_code == 2, result.output
         assert "is also a sensitive column" in result.output
         assert "[1/" not in result.output  # nothing was fitted
+
+
+def test_output_help_names_the_report_and_missing_data_names_the_cli_options(tmp_path):
+    result = CliRunner().invoke(cli, ["compare", "--help"])
+    assert "report.html" in " ".join(result.output.split())
+    from fairpca.datasets._fetch import FILES, fetch_file
+
+    relpath = next(p for p, entry in FILES.items() if entry.url is not None)
+    with pytest.raises(FileNotFoundError) as caught:
+        fetch_file(relpath, data_home=tmp_path)
+    assert "--download" in str(caught.value) and "--data-home" in str(caught.value)

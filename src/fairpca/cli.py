@@ -158,8 +158,8 @@ def cli():
     ),
 )
 @_output_options(
-    "Directory for comparison.csv, comparison.md and PNG plots: trade-off, per-group "
-    "error (at d and against d), biplot and communality of the protected attribute "
+    "Directory for report.html (one self-contained file), comparison.csv, comparison.md "
+    "and PNG plots: trade-off, per-group error (at d and against d), biplot, communality "
     "(created if needed; written only once everything is computed)."
 )
 def compare(time_budget, output, force, **data_options):

@@ -468,14 +468,16 @@ def fetch_file(relpath, *, data_home=None, download=False):
     if not path.is_file():
         if not download or entry.url is None:
             how = (
-                f"download it from {entry.url} (or pass download=True)"
+                f"download it from {entry.url} (or pass download=True; on the command "
+                "line --download)"
                 if entry.url is not None
                 else "it has no public download URL; copy it from the fairpca test data"
             )
             raise FileNotFoundError(
                 f"data file {entry.path!r} not found: expected at {path}. Put the file there "
-                f"({how}), or point the data_home argument or the FAIRPCA_DATA environment "
-                "variable at the directory holding the data set folders."
+                f"({how}), or point the data_home argument (--data-home on the command "
+                "line) or the FAIRPCA_DATA environment variable at the directory holding the "
+                "data set folders."
             )
         _download(entry, path)
     _verify(path, entry.sha256)
