@@ -20,7 +20,9 @@ from pathlib import Path
 import click
 
 from fairpca import _reports
+from fairpca._output import OutputLocked, release_lock, reserve, visible_text
 from fairpca._reports import _group_blocks, _group_markdown  # noqa: F401 (their tests' path)
+from fairpca.datasets import get_data_home
 
 __all__ = [
     "check_output",
@@ -84,8 +86,6 @@ def say(text, err=False):
     a terminal control sequence in a label is not run, and a file name that is
     not valid UTF-8 does not make a strict UTF-8 stream raise.
     """
-    from fairpca._output import visible_text
-
     click.echo(visible_text(text), err=err)
 
 
@@ -104,8 +104,6 @@ def inputs(data=None, data_home=None, **_):
 
     Takes a command's options (those it does not read are ignored).
     """
-    from fairpca.datasets import get_data_home
-
     return [get_data_home(data_home), *([] if data is None else [data])]
 
 
@@ -133,8 +131,6 @@ def check_output(output, force, protected=()):
     click.ClickException
         Another run holds the lock.
     """
-    from fairpca._output import OutputLocked, release_lock, reserve
-
     if output is None:
         return
     path = _absolute(output)

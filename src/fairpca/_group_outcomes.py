@@ -16,6 +16,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from fairpca._validation import check_data, check_sensitive_features
+from fairpca.metrics import group_reconstruction_error, marginal_loss
+from fairpca.metrics._projection import _labels, is_linear_projection
+from fairpca.pareto import _FAIR_RTOL, _WORSE_OFF_FACTOR, _WORSE_OFF_FLOOR, _worse_off_limits
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -79,9 +84,6 @@ def group_outcomes(
     """
     import pandas as pd
 
-    from fairpca.metrics import group_reconstruction_error, marginal_loss
-    from fairpca.metrics._projection import is_linear_projection
-
     rows = []
     for name, projection in projections.items():
         if not is_linear_projection(projection):
@@ -109,9 +111,6 @@ def group_scales(X: ArrayLike, sensitive_features: ArrayLike) -> dict[Any, float
     :func:`judge_against_reference` allows ``fairpca.pareto._FAIR_RTOL`` times
     it for the rounding of a marginal loss, as ParetoFairPCA's warning does.
     """
-    from fairpca._validation import check_data, check_sensitive_features
-    from fairpca.metrics._projection import _labels
-
     X = check_data(X, "X")
     groups, codes = check_sensitive_features(sensitive_features, X.shape[0], min_groups=2)
     norms = np.einsum("ij,ij->i", X - X.mean(axis=0), X - X.mean(axis=0))
@@ -139,8 +138,6 @@ def judge_against_reference(
     pandas.DataFrame
         A copy with :data:`GROUP_OUTCOME_COLUMNS` filled (see :func:`group_outcomes`).
     """
-    from fairpca.pareto import _FAIR_RTOL, _WORSE_OFF_FACTOR, _WORSE_OFF_FLOOR, _worse_off_limits
-
     out = frame.copy()
     reference = frame[np.asarray(is_reference, dtype=bool)]
     if reference.empty or reference["marginal_loss"].isna().any():

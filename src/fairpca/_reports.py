@@ -33,6 +33,7 @@ from numpy.typing import ArrayLike
 
 from fairpca import _curve, _html, _methods, _output, plotting
 from fairpca._group_outcomes import WORSE_OFF_COLUMN
+from fairpca._validation import _plain
 from fairpca.metrics import describe_metric, metric_family
 from fairpca.metrics._registry import FLAGS, legend
 from fairpca.pareto import _WORSE_OFF_FACTOR, _WORSE_OFF_FLOOR
@@ -103,8 +104,6 @@ def every_method_table(comparison: Comparison) -> pd.DataFrame:
 
 def noisy_groups(s_test: ArrayLike, min_rows: int = NOISY_GROUP_ROWS) -> dict[Any, int]:
     """Held-out groups with fewer than ``min_rows`` rows: ``{group: rows}``."""
-    from fairpca._validation import _plain
-
     labels, counts = np.unique(np.asarray(s_test), return_counts=True)
     return {
         _plain(label): int(count)

@@ -38,7 +38,10 @@ from fairpca._reports import (
     every_method_table,
     noisy_groups,
 )
+from fairpca._validation import check_n_components
 from fairpca.datasets._split import MIN_GROUP_ROWS, Split, make_split
+from fairpca.metrics import report
+from fairpca.metrics._classifier import downstream_baselines
 from fairpca.metrics._registry import METRICS, row_flags
 
 if TYPE_CHECKING:
@@ -243,9 +246,6 @@ def compare_split(
     -------
     Comparison
     """
-    from fairpca._validation import check_n_components
-    from fairpca.metrics import report
-
     check_n_components(n_components, split.X_train.shape[1])
     time_budget = _check_budget(time_budget)
     make_methods(n_components, random_state, names=methods)  # unknown names: before any fit
@@ -274,8 +274,6 @@ def compare_split(
     baselines = None
     if y_test is not None and fitted:
         import pandas as pd
-
-        from fairpca.metrics._classifier import downstream_baselines
 
         rows = downstream_baselines(split.X_test, y_test, split.s_test, random_state=random_state)
         baselines = pd.DataFrame.from_dict(rows, orient="index")

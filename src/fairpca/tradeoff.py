@@ -36,11 +36,20 @@ from numpy.typing import ArrayLike
 
 from fairpca import _reports
 from fairpca._curve import _GROUP_COLUMNS, QUALITY, frontier_mask, group_outcomes
-from fairpca._fitting import as_input_for, failure_reason, fit_methods
+from fairpca._fitting import as_input_for, failure_reason, fit_methods, takes_groups
 from fairpca._group_outcomes import WORSE_OFF_COLUMN, group_scales, worse_off_groups
 from fairpca._methods import make_methods
+from fairpca._validation import (
+    check_data,
+    check_n_components,
+    check_number,
+    check_sensitive_features,
+)
+from fairpca._warnings import warn
 from fairpca.datasets._split import make_split
-from fairpca.metrics._classifier import held_out_predictions
+from fairpca.metrics import group_reconstruction_error, marginal_loss, mmd_bandwidth
+from fairpca.metrics._classifier import _check_binary_y, held_out_predictions
+from fairpca.metrics._projection import is_linear_projection
 from fairpca.metrics._registry import METRICS, Evaluation, bootstrap_metrics_names, row_flags
 
 if TYPE_CHECKING:
@@ -186,8 +195,6 @@ def bootstrap_metrics(
         ``{name: (estimate, low, high)}`` for ``explained_variance_ratio`` and
         every metric; the estimate is the value on ``X`` itself.
     """
-    from fairpca._validation import check_data, check_number, check_sensitive_features
-
     valid = bootstrap_metrics_names()
     unknown = [m for m in metrics if m not in valid]
     if unknown:
@@ -252,8 +259,6 @@ def _fit_and_evaluate(method, label, estimator, split, metrics, bandwidth, optio
     """One row of the curve: fit on the training part, bootstrap on the test part."""
     from sklearn.base import clone
 
-    from fairpca.metrics._projection import is_linear_projection
-
     row = {"method": method, "setting": label, "estimator": estimator}
     # A setting that raises (infeasible, a solver failure, memory) is a row with its reason.
     outcome = fit_methods({method: clone(estimator)}, split)[method]
@@ -286,8 +291,6 @@ def _fit_and_evaluate(method, label, estimator, split, metrics, bandwidth, optio
 
 def _held_out_groups(fitted, split):
     """Per-row reconstruction error and marginal loss of each group on the test part."""
-    from fairpca.metrics import group_reconstruction_error, marginal_loss
-
     values = {}
     metrics = (group_reconstruction_error, marginal_loss)
     for prefix, metric in zip(_GROUP_COLUMNS, metrics, strict=True):
@@ -328,8 +331,6 @@ def _held_out_values(fitted, split, metrics, bandwidth, options, seed):
 
 def _curve_flags(curve):
     """Each setting's flags (the metric registry's), against the curve's PCA row if any."""
-    from fairpca._fitting import takes_groups
-
     if "flags" not in curve:
         curve["flags"] = ""
     blind = [
@@ -396,10 +397,6 @@ def tradeoff_curve_split(
     import pandas as pd
     from joblib import Parallel, delayed
     from sklearn.linear_model import LogisticRegression
-
-    from fairpca._validation import check_n_components, check_number
-    from fairpca.metrics import mmd_bandwidth
-    from fairpca.metrics._classifier import _check_binary_y
 
     metrics = list(metrics)
     _check_metrics(metrics)
@@ -542,8 +539,6 @@ def _indistinguishable_from_pca(curve, chosen, metrics):
     The PCA row is the curve's first group-blind setting (:func:`takes_groups`);
     False when the curve has none or lacks the interval columns.
     """
-    from fairpca._fitting import takes_groups
-
     blind = [i for i, est in curve["estimator"].items() if not takes_groups(est)]
     columns = [c for m in metrics for c in (f"{m}_low", f"{m}_high")]
     if not blind or any(c not in curve for c in columns):
@@ -607,9 +602,6 @@ def select(
         reached for each constrained metric.
     """
     from sklearn.base import clone
-
-    from fairpca._fitting import takes_groups
-    from fairpca._warnings import warn
 
     if bound not in ("upper", "estimate"):
         raise ValueError(f"bound must be 'upper' or 'estimate', got {bound!r}.")

@@ -36,6 +36,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from fairpca._fitting import fit_methods
 from fairpca._registry import ESTIMATORS
+from fairpca.plotting import plot_reproduction
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -714,7 +715,6 @@ class Reproductions:
             table.loc[mask, "status"] = "not available"
             table.loc[mask, "rule"] = reason
         table = table[table["status"] != "not run"].reset_index(drop=True)
-        from fairpca.plotting import plot_reproduction
 
         figures = {}
         if len(details):

@@ -56,11 +56,13 @@ import numpy as np
 from fairpca.datasets._real import load_adult, load_default_credit
 from fairpca.experiments._engine import Target, estimator, fit_models, record
 from fairpca.experiments._split import Split, check_dataset, check_split, finish, is_numeric
+from fairpca.metrics import pairwise_disparity_error, reconstruction_error
 from fairpca.metrics._classifier import (
     group_prediction_rates,
     held_out_predictions,
     prediction_scores,
 )
+from fairpca.plotting import _figure
 
 __all__ = ["KAMANI_DATASETS", "kamani", "kamani_downstream"]
 
@@ -194,16 +196,12 @@ _HUGE_LOSS_RATIO = 1.1
 
 def _average_disparity(X, s, projection):
     """Average abs(pairwise disparity error) per row of ``X`` (Kamani et al.'s Figures 2, 6, 8)."""
-    from fairpca.metrics import pairwise_disparity_error
-
     pairs = pairwise_disparity_error(X, s, projection, n_components=10)
     return np.mean(np.abs(list(pairs.values()))) / len(X)
 
 
 def _kamani_job(dataset, attribute, split, data_home, unavailable):
     from sklearn.decomposition import PCA
-
-    from fairpca.metrics import reconstruction_error
 
     data = kamani(dataset, attribute, split=split, data_home=data_home)
     key = f"{dataset}/{attribute}"
@@ -386,8 +384,6 @@ def _bars(ax, means, datasets, methods, metric, ylabel):
 
 def _figures(details):
     """Kamani et al.'s figures at d = 10: disparity and loss per data set and method, and Fig. 9."""
-    from fairpca.plotting import _figure
-
     means = details.groupby(["dataset", "method", "metric"])["value"].mean()
     datasets = [(ds, None) for ds in dict.fromkeys(details["dataset"])]
     methods = [

@@ -79,6 +79,7 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
+from fairpca.datasets import make_mmd_synthetic1, make_mmd_synthetic2
 from fairpca.datasets._fetch import fetch_unpublished
 from fairpca.datasets._real import load_adult, load_compas, load_german_credit
 from fairpca.experiments._engine import Target, estimator, fit_models, record, setting_value
@@ -92,7 +93,9 @@ from fairpca.experiments._split import (
     one_hot,
     subsample,
 )
+from fairpca.metrics import explained_variance_ratio, mmd2, mmd_bandwidth
 from fairpca.metrics._classifier import held_out_predictions, prediction_scores
+from fairpca.plotting import _figure, plot_projections
 
 if TYPE_CHECKING:
     from sklearn.base import BaseEstimator
@@ -388,8 +391,6 @@ def lee2022_downstream(projection: BaseEstimator, data: Split) -> tuple[float, f
 def _table1_job(dataset, split, d, settings, splits, data_home, unavailable):
     from sklearn.decomposition import PCA
 
-    from fairpca.metrics import explained_variance_ratio, mmd2, mmd_bandwidth
-
     data = lee2022(dataset, split=split, data_home=data_home, splits=splits)
     bandwidth = mmd_bandwidth(data.X_train, d, random_state=0)
     records = []
@@ -464,8 +465,6 @@ def _synthetic1_data(seed):
 
     from sklearn.preprocessing import StandardScaler
 
-    from fairpca.datasets import make_mmd_synthetic1
-
     X, s = make_mmd_synthetic1(random_state=seed)
     X = StandardScaler().fit_transform(X)
     # The figure shows the projections of the rows the methods were fitted on.
@@ -473,7 +472,6 @@ def _synthetic1_data(seed):
 
 
 def _synthetic1_job(seed, unavailable, fitted=None):
-    from fairpca.metrics import explained_variance_ratio, mmd2, mmd_bandwidth
 
     data = _synthetic1_data(seed)
     # The authors' median heuristic on the PCA projections of all rows.
@@ -542,8 +540,6 @@ def _synthetic1_figure(details):
 
     The fits are repeated (every method is seeded, so they are the ones measured).
     """
-    from fairpca.plotting import plot_projections
-
     data = _synthetic1_data(0)
     fitted = {}
     _synthetic1_job(0, {}, fitted)
@@ -571,9 +567,6 @@ def _synthetic2_job(p, split, n_per_group, unavailable):
 
     from sklearn.model_selection import train_test_split
     from sklearn.preprocessing import StandardScaler
-
-    from fairpca.datasets import make_mmd_synthetic2
-    from fairpca.metrics import explained_variance_ratio, mmd2, mmd_bandwidth
 
     # One data set per p (seed 0), split 70/30 at random as Lee et al.'s other data.
     X, s = make_mmd_synthetic2(n_features=p, n_per_group=n_per_group, random_state=0)
@@ -664,8 +657,6 @@ def _synthetic2_checks(details):
 
 def _synthetic2_figure(details):
     """Lee et al.'s Figures 2 and 3: %VAR, MMD² and fit time against p, mean ± SD over splits."""
-    from fairpca.plotting import _figure
-
     details = details.assign(x=details["setting"].map(setting_value))
     stats = details.groupby(["method", "metric", "x"])["value"].agg(["mean", "std"]).fillna(0.0)
     panels = [

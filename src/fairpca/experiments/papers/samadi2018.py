@@ -50,6 +50,8 @@ import numpy as np
 from fairpca.datasets._real import load_default_credit, load_lfw
 from fairpca.experiments._engine import Target, estimator, fit_models, record
 from fairpca.experiments._split import Split, check_dataset
+from fairpca.metrics import group_reconstruction_error, marginal_loss
+from fairpca.plotting import _figure
 
 __all__ = ["SAMADI2018_DATASETS", "samadi2018"]
 
@@ -139,8 +141,6 @@ def _group_records(data, dataset, method, d, est):
     records : list of dict
         ``loss[<group>]`` and ``error[<group>]`` for every group.
     """
-    from fairpca.metrics import group_reconstruction_error, marginal_loss
-
     values = {
         "loss": marginal_loss(data.X_test, data.s_test, est, n_components=d),
         "error": group_reconstruction_error(data.X_test, data.s_test, est),
@@ -411,8 +411,6 @@ def _plot_curves(ax, part, kind):
 
 def _figures_3_and_4(details):
     """Samadi et al.'s Figures 3 (top row: errors) and 4 (bottom row: losses) against d."""
-    from fairpca.plotting import _figure
-
     datasets = list(dict.fromkeys(details["dataset"]))
     fig = _figure(figsize=(5.6 * len(datasets), 9.4), layout="constrained")
     axes = fig.subplots(len(_PANELS), len(datasets), squeeze=False)

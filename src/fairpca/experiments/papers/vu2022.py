@@ -90,6 +90,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from sklearn.utils import check_random_state
 
+from fairpca.datasets import make_robust_toy
 from fairpca.datasets._fetch import fetch_unpublished
 from fairpca.datasets._real import load_default_credit, load_fairml, read_fairml_frame
 from fairpca.experiments._engine import Target, estimator, fit_models, record, setting_value
@@ -105,6 +106,7 @@ from fairpca.experiments.papers._vu_lfw import VU_LFW_SHAPE, vu_lfw
 from fairpca.metrics import ReconstructionScorer
 from fairpca.metrics._projection import _resolve_projection
 from fairpca.metrics._reconstruction import _abdiff_are
+from fairpca.plotting import _figure
 from fairpca.robust import RobustFairPCA
 
 if TYPE_CHECKING:
@@ -641,8 +643,6 @@ _RADIUS_TEST_SEED = 2022
 def _radius_job(simulation, alphas, test, unavailable):
     from types import SimpleNamespace
 
-    from fairpca.datasets import make_robust_toy
-
     X, s = make_robust_toy(random_state=simulation)
     data = SimpleNamespace(X_train=X, s_train=s)
     counts = np.bincount(s)
@@ -668,7 +668,6 @@ def _radius_job(simulation, alphas, test, unavailable):
 
 
 def _radius_jobs(quick, data_home, unavailable):
-    from fairpca.datasets import make_robust_toy
 
     # The paper's fixed test set: 8000 rows of group 0 and 4000 of group 1.
     test = make_robust_toy((8000, 4000), random_state=_RADIUS_TEST_SEED)
@@ -710,8 +709,6 @@ def _radius_checks(details):
 
 def _radius_figure(details):
     """Vu et al.'s Figure 4: test ARE + ABDiff against alpha, mean ± SD over training draws."""
-    from fairpca.plotting import _figure
-
     part = details[details["metric"] == "ARE+ABDiff"]
     stats = part.groupby(part["setting"].map(setting_value))["value"].agg(["mean", "std"])
     stats = stats.fillna(0.0).sort_index()
