@@ -18,6 +18,7 @@ import fairpca
 from answers import assert_same_answer
 from fairpca._base import FairPCABase
 from fairpca.datasets import make_gaussian_groups
+from transform_groups import transform_kwargs
 
 
 class GroupBalancedPCA(FairPCABase):
@@ -44,8 +45,18 @@ class GroupBalancedPCA(FairPCABase):
 
 #: Checks of scikit-learn that an estimator of the package cannot pass, and why. The
 #: checks call fit(X) without groups, which every estimator answers with its
-#: group-blind fit (GroupBlindFitWarning): none fails for being fair.
+#: group-blind fit (GroupBlindFitWarning): none fails for being fair. So they also
+#: call transform(X) without groups after such a fit, which QuadraticErasure (whose
+#: transform needs the groups after a grouped fit) accepts: its group-blind fit is
+#: the identity edit. Its grouped transform is checked in tests/test_fair_path_checks.py.
 EXPECTED_FAILED_CHECKS = {
+    "QuadraticErasure": {
+        "check_transformer_n_iter": (
+            "max_iter bounds the barycenter's fixed point, which only a fit with groups "
+            "runs (n_barycenter_iter_); the check's fit(X) without groups fits the "
+            "identity edit with no iteration, so there is no n_iter_ >= 1 to report"
+        ),
+    },
     "StreamingFairPCA": {
         "check_transformer_n_iter": (
             "n_iter_ is a pair (power iterations on the covariance difference, then on "
@@ -55,7 +66,7 @@ EXPECTED_FAILED_CHECKS = {
     },
 }
 
-#: The FairPCABase projections (the nine estimators less the three beside the base).
+#: The FairPCABase projections (the ten estimators less the four beside the base).
 PROJECTIONS = [cls for cls in fairpca.all_estimators() if issubclass(cls, FairPCABase)]
 
 
@@ -488,11 +499,13 @@ def _shifted_groups(n=120, p=5, seed=0):
     return X, s
 
 
-def test_all_estimators_lists_the_nine_and_filters_by_capability():
+def test_all_estimators_lists_the_ten_and_filters_by_capability():
     from fairpca._registry import ESTIMATORS
 
     assert fairpca.all_estimators() == list(ESTIMATORS.values())
-    assert len(ESTIMATORS) == 9
+    assert len(ESTIMATORS) == 10
+    # In the order of fairpca.__all__.
+    assert list(ESTIMATORS) == [name for name in fairpca.__all__ if name in ESTIMATORS]
     assert fairpca.all_estimators(linear_projection=True) == [
         *PROJECTIONS,
         fairpca.StreamingFairPCA,
@@ -500,7 +513,9 @@ def test_all_estimators_lists_the_nine_and_filters_by_capability():
     assert fairpca.all_estimators(linear_projection=False) == [
         fairpca.FairKernelPCA,
         fairpca.LinearErasure,
+        fairpca.QuadraticErasure,
     ]
+    assert fairpca.all_estimators(transform_needs_groups=True) == [fairpca.QuadraticErasure]
     assert fairpca.all_estimators(partial_fit=False) == [fairpca.FairKernelPCA, fairpca.MMDFairPCA]
     assert fairpca.all_estimators(fair=False) == []
     with pytest.raises(TypeError, match="unknown capabilities"):
@@ -533,6 +548,15 @@ def test_capabilities_agree_with_the_classes(cls):
         assert np.linalg.matrix_rank(back - est.mean_, tol=1e-8) == V.shape[0]
     else:
         assert not (hasattr(est, "components_") and hasattr(est, "inverse_transform"))
+    # transform needs the groups after a grouped fit exactly when declared so.
+    assert est.transform(X, **transform_kwargs(est, s)).shape[0] == len(X)
+    try:
+        est.transform(X)
+        took_x_alone = True
+    except ValueError as error:
+        assert "needs sensitive_features" in str(error)
+        took_x_alone = False
+    assert took_x_alone != caps.transform_needs_groups
     try:
         _small(cls).fit(scipy.sparse.csr_matrix(X), sensitive_features=s)
         took_sparse = True
@@ -554,6 +578,18 @@ def test_capabilities_agree_with_the_classes(cls):
     assert took_dask == caps.dask
 
 
+def test_compare_leaves_out_the_estimators_whose_transform_needs_groups():
+    """fairpca compare transforms the test rows without groups: those would crash."""
+    from fairpca._methods import make_methods
+
+    needs = {cls.__name__ for cls in fairpca.all_estimators(transform_needs_groups=True)}
+    takes_x = [cls.__name__ for cls in fairpca.all_estimators(transform_needs_groups=False)]
+    assert needs == {"QuadraticErasure"}
+    assert sorted(make_methods(2, 0)) == sorted(["PCA", *takes_x])
+    with pytest.raises(ValueError, match="unknown method"):
+        make_methods(2, 0, names=["QuadraticErasure"])
+
+
 # --------------------------------------------------------- fitting without groups
 def _state(est):
     """What an estimator holds, comparable before and after a failed call."""
@@ -570,7 +606,7 @@ def _assert_same_state(est, state):
 
 
 @pytest.mark.parametrize("cls", fairpca.all_estimators(), ids=lambda c: c.__name__)
-def test_without_groups_one_policy_for_all_nine(cls):
+def test_without_groups_one_policy_for_all_ten(cls):
     """fit(X) fits the group-blind answer with a GroupBlindFitWarning, the same for all."""
     X, s = _shifted_groups()
     est = _small(cls)
@@ -580,6 +616,10 @@ def test_without_groups_one_policy_for_all_nine(cls):
     if cls is fairpca.LinearErasure:
         # Nothing to erase: the identity edit.
         assert est.rank_ == 0
+        np.testing.assert_array_equal(est.transform(X), X)
+    elif cls is fairpca.QuadraticErasure:
+        # The identity edit, which takes X alone (no group to map from).
+        assert est.n_barycenter_iter_ == 0
         np.testing.assert_array_equal(est.transform(X), X)
     elif cls is fairpca.FairKernelPCA:
         assert est.n_constraints_ == 0

@@ -11,18 +11,10 @@ from sklearn.exceptions import NotFittedError
 
 import fairpca
 from fairpca.datasets import make_gaussian_groups
+from transform_groups import transform_kwargs
 
-NAMES = [
-    "MinMaxLossFairPCA",
-    "ConvexFairPCA",
-    "MMDFairPCA",
-    "RobustFairPCA",
-    "ParetoFairPCA",
-    "MeanMatchingFairPCA",
-    "LinearErasure",
-    "FairKernelPCA",
-    "StreamingFairPCA",
-]
+#: Every estimator of the registry.
+NAMES = list(fairpca.estimator_capabilities())
 
 #: Every fitted attribute that describes the groups, per estimator (the user guide's list).
 GROUP_ATTRIBUTES = {
@@ -40,17 +32,29 @@ GROUP_ATTRIBUTES = {
         "covariance_directions_",
         "covariance_difference_",
     },
+    "QuadraticErasure": set(),
 }
 COMMON = {"groups_", "group_counts_", "moments_"}
+
+#: What compact keeps of the groups because transform reads it: an estimator whose
+#: transform needs the groups (``transform_needs_groups``) keeps their labels and
+#: the group means its maps start from; the others keep nothing of the groups.
+KEPT_FOR_TRANSFORM = {"QuadraticErasure": {"groups_", "group_means_"}}
 
 
 def make(name, n_components=2):
     cls = getattr(fairpca, name)
-    if name == "LinearErasure":
+    if "n_components" not in cls().get_params():
         return cls()
     if name in ("FairKernelPCA", "StreamingFairPCA", "MMDFairPCA", "RobustFairPCA"):
         return cls(n_components=n_components, random_state=0)
     return cls(n_components=n_components)
+
+
+def test_every_estimator_has_its_row():
+    assert set(GROUP_ATTRIBUTES) == set(NAMES)
+    needs = {n for n in NAMES if fairpca.estimator_capabilities(n).transform_needs_groups}
+    assert {n for n, kept in KEPT_FOR_TRANSFORM.items() if "groups_" in kept} == needs
 
 
 def fit(est, X, s):
@@ -68,15 +72,16 @@ def data():
 def test_compact_drops_the_group_statistics_and_keeps_transform(name, data):
     X, s = data
     est = fit(make(name), X, s)
-    Z = est.transform(X)
+    Z = est.transform(X, **transform_kwargs(est, s))
     back = est.inverse_transform(Z) if hasattr(est, "inverse_transform") else None
-    dropped = (COMMON | GROUP_ATTRIBUTES[name]) & set(vars(est))
-    assert "groups_" in dropped
+    kept = KEPT_FOR_TRANSFORM.get(name, set())
+    dropped = ((COMMON | GROUP_ATTRIBUTES[name]) - kept) & set(vars(est))
+    assert "groups_" in dropped | kept
     assert est.compact() is est
     assert not dropped & set(vars(est))
     fitted = [key for key in vars(est) if key.endswith("_") and not key.startswith("_")]
-    assert not [key for key in fitted if "group" in key]
-    np.testing.assert_array_equal(est.transform(X), Z)
+    assert not [key for key in fitted if "group" in key and key not in kept]
+    np.testing.assert_array_equal(est.transform(X, **transform_kwargs(est, s)), Z)
     if back is not None:
         np.testing.assert_array_equal(est.inverse_transform(Z), back)
     # A refit starts afresh and has everything again.
@@ -141,7 +146,8 @@ def test_skops_round_trip_trusts_only_the_estimator_class(name, data):
     cls = type(est)
     assert sio.get_untrusted_types(data=dumped) == [f"{cls.__module__}.{cls.__name__}"]
     loaded = sio.loads(dumped, trusted=[cls])
-    np.testing.assert_array_equal(loaded.transform(X), est.transform(X))
+    kwargs = transform_kwargs(est, s)
+    np.testing.assert_array_equal(loaded.transform(X, **kwargs), est.transform(X, **kwargs))
     assert loaded.get_params() == est.get_params()
 
 

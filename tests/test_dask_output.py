@@ -1,9 +1,10 @@
 """Lazy Dask output: transform, inverse_transform and fit_transform of Dask collections.
 
-All nine estimators go through one function (:func:`fairpca._dask.lazy_rows`):
-a Dask array in gives a Dask array out with the row chunks of the input and
-one column chunk, a Dask DataFrame gives a Dask DataFrame with the input's
-index and divisions, and no task runs before ``compute``.
+Every estimator that takes Dask input (the capability ``dask``) goes through
+one function (:func:`fairpca._dask.lazy_rows`): a Dask array in gives a Dask
+array out with the row chunks of the input and one column chunk, a Dask
+DataFrame gives a Dask DataFrame with the input's index and divisions, and no
+task runs before ``compute``. The others refuse Dask input in ``transform`` too.
 """
 
 import warnings
@@ -13,27 +14,21 @@ import pytest
 
 import fairpca
 from fairpca.datasets import make_gaussian_groups
+from transform_groups import transform_kwargs
 
 da = pytest.importorskip("dask.array")
 dask = pytest.importorskip("dask")
 from dask.callbacks import Callback  # noqa: E402
 
-NAMES = [
-    "MinMaxLossFairPCA",
-    "ConvexFairPCA",
-    "MMDFairPCA",
-    "RobustFairPCA",
-    "ParetoFairPCA",
-    "MeanMatchingFairPCA",
-    "LinearErasure",
-    "FairKernelPCA",
-    "StreamingFairPCA",
-]
+#: The estimators of the registry that take Dask input.
+NAMES = [cls.__name__ for cls in fairpca.all_estimators(dask=True)]
+#: The others: in-memory only.
+IN_MEMORY = [cls.__name__ for cls in fairpca.all_estimators(dask=False)]
 
 
 def make(name):
     cls = getattr(fairpca, name)
-    if name == "LinearErasure":
+    if "n_components" not in cls().get_params():
         return cls()
     if name in ("FairKernelPCA", "StreamingFairPCA", "MMDFairPCA", "RobustFairPCA"):
         return cls(n_components=2, random_state=0)
@@ -109,6 +104,16 @@ def test_transform_of_a_dask_dataframe_is_a_lazy_dask_dataframe(name, data):
     computed = Z.compute()
     pd.testing.assert_index_equal(computed.index, frame.index)
     np.testing.assert_allclose(computed.to_numpy(), est.transform(frame), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", IN_MEMORY)
+def test_an_in_memory_estimator_refuses_a_dask_transform(name, data):
+    X, s = data
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = make(name).fit(X, sensitive_features=s)
+    with pytest.raises(TypeError, match="in-memory"):
+        est.transform(da.from_array(X, chunks=(100, 8)), **transform_kwargs(est, s))
 
 
 def test_dask_input_is_checked_when_the_lazy_result_is_made(fitted):

@@ -2,7 +2,8 @@
 
 scikit-learn's own checks (tests/test_base.py) call ``fit`` without
 ``sensitive_features`` and so exercise only the group-blind fallback; these
-apply the same invariants to the fit users make.
+apply the same invariants to the fit users make (and its ``transform`` with
+the groups where the estimator's transform needs them, see ``transform_groups``).
 """
 
 import pickle
@@ -15,6 +16,7 @@ from sklearn.base import clone
 
 import fairpca
 from fairpca.datasets import make_gaussian_groups
+from transform_groups import transform_kwargs
 
 X, S = make_gaussian_groups(n_samples=240, n_features=5, n_groups=3, random_state=9)
 
@@ -44,8 +46,10 @@ def _fit(est, data=X, groups=S):
 def test_fit_returns_self_and_is_idempotent(cls):
     est = _small(cls)
     assert _fit(est) is est
-    first = est.transform(X)
-    np.testing.assert_allclose(_fit(est).transform(X), first, atol=1e-10)
+    first = est.transform(X, **transform_kwargs(est, S))
+    np.testing.assert_allclose(
+        _fit(est).transform(X, **transform_kwargs(est, S)), first, atol=1e-10
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         together = _small(cls).fit_transform(X, sensitive_features=S)
@@ -59,7 +63,8 @@ def test_clone_and_pickle(cls):
     assert copy.get_params() == est.get_params()
     assert not any(k.endswith("_") and not k.startswith("_") for k in vars(copy))
     restored = pickle.loads(pickle.dumps(est))
-    np.testing.assert_array_equal(restored.transform(X), est.transform(X))
+    kwargs = transform_kwargs(est, S)
+    np.testing.assert_array_equal(restored.transform(X, **kwargs), est.transform(X, **kwargs))
 
 
 @pytest.mark.parametrize("cls", ESTIMATORS)
@@ -69,15 +74,19 @@ def test_n_features_in_and_feature_names(cls):
     assert est.n_features_in_ == 5
     assert list(est.feature_names_in_) == list(frame.columns)
     with pytest.raises(ValueError, match="features"):
-        est.transform(X[:, :4])
+        est.transform(X[:, :4], **transform_kwargs(est, S))
 
 
 @pytest.mark.parametrize("cls", ESTIMATORS)
 def test_dtypes_give_the_float64_answer(cls):
-    reference = _fit(_small(cls)).transform(X)
+    def fit_transform(data):
+        est = _fit(_small(cls), data)
+        return est.transform(data, **transform_kwargs(est, S))
+
+    reference = fit_transform(X)
     rounded = np.round(X * 8) / 8  # exactly representable as float32 and as integers / 8
-    base = _fit(_small(cls), rounded).transform(rounded)
-    as32 = _fit(_small(cls), rounded.astype(np.float32)).transform(rounded.astype(np.float32))
+    base = fit_transform(rounded)
+    as32 = fit_transform(rounded.astype(np.float32))
     assert as32.dtype == np.float64 and reference.dtype == np.float64
     np.testing.assert_allclose(as32, base, atol=1e-8)
 
@@ -85,7 +94,9 @@ def test_dtypes_give_the_float64_answer(cls):
 @pytest.mark.parametrize("cls", ESTIMATORS)
 def test_set_output_pandas(cls):
     est = _fit(_small(cls)).set_output(transform="pandas")
-    out = est.transform(X)
+    kwargs = transform_kwargs(est, S)
+    out = est.transform(X, **kwargs)
     assert isinstance(out, pd.DataFrame)
     assert list(out.columns) == list(est.get_feature_names_out())
-    np.testing.assert_allclose(out.to_numpy(), est.set_output(transform="default").transform(X))
+    default = est.set_output(transform="default").transform(X, **kwargs)
+    np.testing.assert_allclose(out.to_numpy(), default)

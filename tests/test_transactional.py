@@ -7,8 +7,9 @@ import pytest
 from sklearn.exceptions import NotFittedError
 
 import fairpca
-from fairpca import FairKernelPCA, LinearErasure, MMDFairPCA, RobustFairPCA
+from fairpca import FairKernelPCA, MMDFairPCA, RobustFairPCA
 from fairpca.datasets import make_gaussian_groups
+from transform_groups import transform_kwargs
 
 X, S = make_gaussian_groups(n_samples=300, n_features=5, random_state=0)
 X_NAN = X.copy()
@@ -20,24 +21,17 @@ def _small(cls):
         return cls(n_components=2, max_iter=5, random_state=0)
     if cls is RobustFairPCA:
         return cls(n_components=2, n_iter=20, n_restarts=1, random_state=0)
+    if cls is FairKernelPCA:
+        return cls(n_components=2, random_state=0)
+    if cls is fairpca.StreamingFairPCA:
+        return cls(2, unfair_rank=1, block_size=50, random_state=0)
+    if "n_components" not in cls().get_params():
+        return cls()
     return cls(n_components=2)
 
 
-ESTIMATORS = [
-    pytest.param(lambda c=c: _small(c), id=c.__name__)
-    for c in fairpca.all_estimators()
-    if issubclass(c, fairpca.FairPCABase)
-]
-ESTIMATORS.append(pytest.param(LinearErasure, id="LinearErasure"))
-ESTIMATORS.append(
-    pytest.param(lambda: FairKernelPCA(n_components=2, random_state=0), id="FairKernelPCA")
-)
-ESTIMATORS.append(
-    pytest.param(
-        lambda: fairpca.StreamingFairPCA(2, unfair_rank=1, block_size=50, random_state=0),
-        id="StreamingFairPCA",
-    )
-)
+#: Every estimator of the registry.
+ESTIMATORS = [pytest.param(lambda c=c: _small(c), id=c.__name__) for c in fairpca.all_estimators()]
 
 
 def _state(est):
@@ -57,11 +51,11 @@ def test_failed_fit_keeps_the_previous_fit(make):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         est.fit(X, sensitive_features=S)
-    before, output = _state(est), est.transform(X)
+    before, output = _state(est), est.transform(X, **transform_kwargs(est, S))
     with pytest.raises(ValueError, match="NaN"):
         est.fit(X_NAN, sensitive_features=S)
     _assert_same_state(est, before)
-    np.testing.assert_array_equal(est.transform(X), output)
+    np.testing.assert_array_equal(est.transform(X, **transform_kwargs(est, S)), output)
 
 
 @pytest.mark.parametrize("make", ESTIMATORS)
@@ -88,17 +82,19 @@ def test_failed_partial_fit_keeps_the_chunks_before_it(make, monkeypatch):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         est.partial_fit(X[:150], sensitive_features=S[:150])
-    before, output = _state(est), est.transform(X)
+    before, output = _state(est), est.transform(X, **transform_kwargs(est, S))
     if isinstance(est, fairpca.StreamingFairPCA):  # fails inside its next power step
         monkeypatch.setattr("fairpca.streaming._Stream._step", _failing_solver)
     else:
-        target = "_fit_components" if hasattr(est, "_fit_components") else "_fit_moments"
+        # The method's solve: FairPCABase's, LinearErasure's, or the front door's hook.
+        hooks = ("_fit_components", "_fit_moments", "_fit_from_moments")
+        target = next(hook for hook in hooks if hasattr(est, hook))
         monkeypatch.setattr(type(est), target, _failing_solver)
     with pytest.raises(RuntimeError, match="injected"):
         est.partial_fit(X[150:], sensitive_features=S[150:])
     monkeypatch.undo()
     _assert_same_state(est, before)
-    np.testing.assert_array_equal(est.transform(X), output)
+    np.testing.assert_array_equal(est.transform(X, **transform_kwargs(est, S)), output)
 
 
 def _raise_in_block(block):
@@ -108,12 +104,12 @@ def _raise_in_block(block):
 def test_dask_block_that_raises_keeps_the_previous_fit():
     da = pytest.importorskip("dask.array")
     est = fairpca.ParetoFairPCA(n_components=2).fit(X, sensitive_features=S)
-    before, output = _state(est), est.transform(X)
+    before, output = _state(est), est.transform(X, **transform_kwargs(est, S))
     lazy = da.from_array(X, chunks=(100, 5)).map_blocks(_raise_in_block, dtype=float)
     with pytest.raises(OSError, match="injected"):
         est.fit(lazy, sensitive_features=S)
     _assert_same_state(est, before)
-    np.testing.assert_array_equal(est.transform(X), output)
+    np.testing.assert_array_equal(est.transform(X, **transform_kwargs(est, S)), output)
 
 
 @pytest.mark.parametrize("make", ESTIMATORS)
@@ -122,7 +118,7 @@ def test_solver_failure_in_fit_keeps_the_previous_fit(make, monkeypatch):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         est.fit(X, sensitive_features=S)
-    before, output = _state(est), est.transform(X)
+    before, output = _state(est), est.transform(X, **transform_kwargs(est, S))
     # The innermost step every estimator's fit reaches: its solver, or the moments.
     if hasattr(est, "_fit_components"):
         monkeypatch.setattr(type(est), "_fit_components", _failing_solver)
@@ -136,7 +132,7 @@ def test_solver_failure_in_fit_keeps_the_previous_fit(make, monkeypatch):
         est.fit(X[::-1], sensitive_features=S[::-1])
     monkeypatch.undo()
     _assert_same_state(est, before)
-    np.testing.assert_array_equal(est.transform(X), output)
+    np.testing.assert_array_equal(est.transform(X, **transform_kwargs(est, S)), output)
 
 
 @pytest.mark.parametrize(
@@ -159,9 +155,9 @@ def test_dask_block_fault_keeps_every_dask_estimator_as_it_was(make):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         est.fit(X, sensitive_features=S)
-    before, output = _state(est), est.transform(X)
+    before, output = _state(est), est.transform(X, **transform_kwargs(est, S))
     lazy = da.from_array(X, chunks=(100, 5)).map_blocks(_raise_in_block, dtype=float)
     with pytest.raises(OSError, match="injected"):
         est.fit(lazy, sensitive_features=S)
     _assert_same_state(est, before)
-    np.testing.assert_array_equal(est.transform(X), output)
+    np.testing.assert_array_equal(est.transform(X, **transform_kwargs(est, S)), output)

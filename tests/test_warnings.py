@@ -46,6 +46,13 @@ def test_convergence_warning_points_at_the_caller(est):
     assert est.converged_ is False or np.all(est.converged_ == False)  # noqa: E712
 
 
+def test_quadratic_erasure_convergence_warning_points_at_the_caller():
+    est = fairpca.QuadraticErasure(max_iter=1, tol=1e-15)
+    for w in _fit_and_catch(lambda: est.fit(X, sensitive_features=S), ConvergenceWarning):
+        assert w.filename == __file__, (w.filename, str(w.message))
+    assert est.n_barycenter_iter_ == 1
+
+
 def test_partial_fit_warning_points_at_the_caller():
     est = RobustFairPCA(n_components=2)
     for w in _fit_and_catch(

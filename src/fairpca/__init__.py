@@ -18,6 +18,7 @@ from fairpca.minmax_loss import MinMaxLossFairPCA
 from fairpca.mmd import MMDFairPCA
 from fairpca.moments import GroupMoments
 from fairpca.pareto import ParetoFairPCA
+from fairpca.quadratic_erasure import QuadraticErasure
 from fairpca.robust import RobustFairPCA
 from fairpca.streaming import StreamingFairPCA
 from fairpca.tradeoff import select, tradeoff_curve
@@ -36,6 +37,7 @@ __all__ = [
     "MeanMatchingFairPCA",
     "MinMaxLossFairPCA",
     "ParetoFairPCA",
+    "QuadraticErasure",
     "RobustFairPCA",
     "StreamingFairPCA",
     "__version__",

@@ -274,6 +274,8 @@ class FrontDoor:
     #: ``transform`` is ``(X - mean_) @ components_.T``: a rank-d linear projection
     #: with a reconstruction (not an erasure map or a kernel feature map).
     _linear_projection = False
+    #: ``transform`` needs ``sensitive_features`` after a grouped fit (a map per group).
+    _transform_needs_groups = False
 
     #: The fit accumulates dense ``p x p`` group moments: the width of ``X`` is
     #: checked against the memory budget before it is read, and the moment

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING
 
 from fairpca._fitting import fit_methods
 from fairpca._registry import all_estimators
+from fairpca.metrics import group_reconstruction_error
+from fairpca.metrics._projection import is_linear_projection
 
 if TYPE_CHECKING:
     from sklearn.base import BaseEstimator
@@ -39,14 +41,20 @@ def make_methods(
     the fair transformers that are not (:class:`~fairpca.FairKernelPCA`,
     :class:`~fairpca.LinearErasure`; left out with ``projections_only``: they
     have no rank-``d`` reconstruction, and LinearErasure keeps every feature
-    and has no ``n_components``). ``names`` keeps only the listed methods (PCA, the
-    reference, always stays); an unknown name is a ``ValueError`` listing the
-    valid ones.
+    and has no ``n_components``). Estimators whose ``transform`` needs the
+    groups (``transform_needs_groups``: :class:`~fairpca.QuadraticErasure`)
+    are never listed: a comparison transforms the test rows without them.
+    ``names`` keeps only the listed methods (PCA, the reference, always
+    stays); an unknown name is a ``ValueError`` listing the valid ones.
     """
     from sklearn.decomposition import PCA
 
-    classes = all_estimators(linear_projection=True)
-    others = all_estimators(linear_projection=False)
+    # A comparison transforms the test rows without their groups: leave out the
+    # estimators that need them (the declaration the registry reads as
+    # ``transform_needs_groups``; read on the class, so that a test may list
+    # unregistered classes through ``all_estimators``).
+    classes = [c for c in all_estimators(linear_projection=True) if not c._transform_needs_groups]
+    others = [c for c in all_estimators(linear_projection=False) if not c._transform_needs_groups]
     if not projections_only:
         classes += others
     methods = {"PCA": PCA(n_components=n_components, random_state=random_state)}
@@ -108,9 +116,6 @@ def group_errors_by_d(comparison, *, max_d_values=MAX_D_VALUES, progress=None):
         seconds of their fit.
     """
     import pandas as pd
-
-    from fairpca.metrics import group_reconstruction_error
-    from fairpca.metrics._projection import is_linear_projection
 
     split, d0 = comparison.split, comparison.n_components
     time_budget = comparison.time_budget

@@ -19,6 +19,7 @@ from fairpca.mean_matching import MeanMatchingFairPCA
 from fairpca.minmax_loss import MinMaxLossFairPCA
 from fairpca.mmd import MMDFairPCA
 from fairpca.pareto import ParetoFairPCA
+from fairpca.quadratic_erasure import QuadraticErasure
 from fairpca.robust import RobustFairPCA
 from fairpca.streaming import StreamingFairPCA
 
@@ -35,6 +36,7 @@ ESTIMATORS = {
         MeanMatchingFairPCA,
         MinMaxLossFairPCA,
         ParetoFairPCA,
+        QuadraticErasure,
         RobustFairPCA,
         StreamingFairPCA,
     )
@@ -56,8 +58,9 @@ class Capabilities:
     linear_projection : bool
         A linear projection onto ``n_components_`` directions: ``components_``,
         ``transform`` ``(X - mean_) V^T`` and a rank-``d`` ``inverse_transform``.
-        Not :class:`~fairpca.LinearErasure` (keeps every feature) nor
-        :class:`~fairpca.FairKernelPCA` (not linear in ``X``).
+        Not :class:`~fairpca.LinearErasure` nor :class:`~fairpca.QuadraticErasure`
+        (they keep every feature) nor :class:`~fairpca.FairKernelPCA` (not
+        linear in ``X``).
     partial_fit : bool
         Has ``partial_fit`` (chunks streamed through the group moments, or the
         noisy power method).
@@ -70,6 +73,12 @@ class Capabilities:
         ``fit`` with ``sensitive_features`` takes ``sample_weight`` (frequency
         weights of the rows' moments; not MMDFairPCA, whose fair fit reads
         the rows themselves).
+    transform_needs_groups : bool
+        After a fit with ``sensitive_features``, ``transform`` needs them too
+        (``transform(X, sensitive_features=s)``: one map per group, as
+        :class:`~fairpca.QuadraticErasure`); ``transform(X)`` alone raises.
+        Workflows that transform rows without their groups (``fairpca
+        compare``) leave these out.
     """
 
     name: str
@@ -79,6 +88,7 @@ class Capabilities:
     dask: bool
     sparse: bool
     sample_weight: bool
+    transform_needs_groups: bool
 
 
 @functools.cache
@@ -91,6 +101,7 @@ def _capabilities(cls):
         dask=cls._supports_dask,
         sparse=cls._supports_sparse,
         sample_weight=cls._supports_sample_weight,
+        transform_needs_groups=cls._transform_needs_groups,
     )
 
 
@@ -108,7 +119,8 @@ def estimator_capabilities(
     -------
     capabilities : Capabilities or dict of str to Capabilities
         A frozen record (fields ``name``, ``fair``, ``linear_projection``,
-        ``partial_fit``, ``dask``, ``sparse``, ``sample_weight``) for one
+        ``partial_fit``, ``dask``, ``sparse``, ``sample_weight``,
+        ``transform_needs_groups``) for one
         estimator; for all, a dict from class name to record in the order of
         :func:`all_estimators`.
 
@@ -137,23 +149,26 @@ def all_estimators(**capabilities: bool) -> list[type]:
     ----------
     **capabilities : bool
         Fields of :class:`Capabilities` (``linear_projection``, ``partial_fit``,
-        ``dask``, ``sparse``, ``sample_weight``, ``fair``) and the value each
+        ``dask``, ``sparse``, ``sample_weight``, ``transform_needs_groups``,
+        ``fair``) and the value each
         listed class must have, e.g. ``all_estimators(linear_projection=True)``
         for the fair projections with ``components_``.
 
     Returns
     -------
     classes : list of type
-        The nine estimator classes (those with the capabilities asked for), in
+        The ten estimator classes (those with the capabilities asked for), in
         the order of ``fairpca.__all__``.
 
     Examples
     --------
     >>> import fairpca
     >>> len(fairpca.all_estimators())
-    9
+    10
     >>> [cls.__name__ for cls in fairpca.all_estimators(linear_projection=False)]
-    ['FairKernelPCA', 'LinearErasure']
+    ['FairKernelPCA', 'LinearErasure', 'QuadraticErasure']
+    >>> [cls.__name__ for cls in fairpca.all_estimators(transform_needs_groups=True)]
+    ['QuadraticErasure']
     """
     fields = {f.name for f in dataclasses.fields(Capabilities)} - {"name"}
     unknown = sorted(set(capabilities) - fields)

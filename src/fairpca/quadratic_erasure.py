@@ -205,6 +205,7 @@ class QuadraticErasure(FairpcaMixin, OneToOneFeatureMixin, TransformerMixin, Bas
     _supports_sparse = False
     _supports_sample_weight = True
     _supports_partial_fit = True
+    _transform_needs_groups = True
     _fit_min_samples = 2
     _min_group_size = 2
     _group_blind_fit = "the identity edit (nothing to erase)"
