@@ -70,6 +70,11 @@ class Capabilities:
         ``fit`` with ``sensitive_features`` takes ``sample_weight`` (frequency
         weights of the rows' moments; not MMDFairPCA, whose fair fit reads
         the rows themselves).
+    array_api : bool
+        ``fit``, ``partial_fit`` and ``transform`` accept array-API arrays
+        (torch, CuPy, array-api-strict) under scikit-learn's
+        ``array_api_dispatch=True`` and compute in their namespace, on their
+        device (its scikit-learn tag ``array_api_support``).
     """
 
     name: str
@@ -79,6 +84,7 @@ class Capabilities:
     dask: bool
     sparse: bool
     sample_weight: bool
+    array_api: bool
 
 
 @functools.cache
@@ -91,6 +97,7 @@ def _capabilities(cls):
         dask=cls._supports_dask,
         sparse=cls._supports_sparse,
         sample_weight=cls._supports_sample_weight,
+        array_api=cls._supports_array_api,
     )
 
 
@@ -108,7 +115,7 @@ def estimator_capabilities(
     -------
     capabilities : Capabilities or dict of str to Capabilities
         A frozen record (fields ``name``, ``fair``, ``linear_projection``,
-        ``partial_fit``, ``dask``, ``sparse``, ``sample_weight``) for one
+        ``partial_fit``, ``dask``, ``sparse``, ``sample_weight``, ``array_api``) for one
         estimator; for all, a dict from class name to record in the order of
         :func:`all_estimators`.
 
