@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 from sklearn import get_config
+from sklearn.externals import array_api_compat
 from sklearn.externals.array_api_compat import is_array_api_obj
 from sklearn.utils._array_api import (
     _is_numpy_namespace,
@@ -41,6 +42,7 @@ __all__ = [
     "device_namespace",
     "fitted_to_device",
     "float_dtypes",
+    "held_namespace",
     "refuse_array_api",
     "to_host",
 ]
@@ -64,6 +66,17 @@ def device_namespace(*arrays):
     if _is_numpy_namespace(xp):
         return None
     return xp, device
+
+
+def held_namespace(array):
+    """``(xp, device)`` of an array held outside NumPy (whatever the dispatch setting), else None.
+
+    For fitted state (moments, components): where it lives does not depend on
+    the configuration at the time it is read.
+    """
+    if not _is_foreign_array(array):
+        return None
+    return array_api_compat.array_namespace(array), array_api_compat.device(array)
 
 
 def _is_foreign_array(values):

@@ -34,7 +34,7 @@ from sklearn.utils._array_api import check_same_namespace
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
-from fairpca._array_api import device_namespace, float_dtypes
+from fairpca._array_api import float_dtypes, held_namespace
 from fairpca._dask import _is_dask_collection, lazy_rows
 from fairpca._front_door import _has_partial_fit
 from fairpca._front_door import package_log_handler as package_log_handler
@@ -441,7 +441,7 @@ class FairPCABase(
         rows = self._device_rows(X, "transform")
         if rows is not None:
             # In X's namespace, on its device (the fit was on array-API input).
-            xp = device_namespace(rows)[0]
+            xp = held_namespace(rows)[0]
             centred = (rows - self.mean_) @ xp.permute_dims(self.components_, (1, 0))
             return centred * xp.sqrt(self.component_scales_)
         X = self._validate_X(X, reset=False)
@@ -472,7 +472,7 @@ class FairPCABase(
             names = getattr(self, "feature_names_in_", None)
             return lazy_rows(self, "inverse_transform", X, self.n_features_in_, names)
         check_same_namespace(X, self, attribute="mean_", method="inverse_transform")
-        on_device = device_namespace(self.mean_)
+        on_device = held_namespace(self.mean_)
         if on_device is not None:
             xp, device = on_device
             Z = check_array(X, dtype=list(float_dtypes(xp, device)), input_name="X")

@@ -49,6 +49,7 @@ from fairpca._array_api import (
     device_namespace,
     fitted_to_device,
     float_dtypes,
+    held_namespace,
     refuse_array_api,
     to_host,
 )
@@ -473,10 +474,16 @@ class FrontDoor:
         float type of the fitted arrays.
         """
         check_same_namespace(X, self, attribute=fitted, method=method)
-        on_device = device_namespace(getattr(self, fitted))
-        if on_device is None:
+        held = held_namespace(getattr(self, fitted))
+        if held is None:
             return None
-        xp, _ = on_device
+        xp, device = held
+        if device_namespace(X) is None:
+            raise ValueError(
+                f"{type(self).__name__} was fitted on {xp.__name__.rsplit('.', 1)[-1]} arrays "
+                f"on {device}: call {method} on arrays of that namespace and device under "
+                "sklearn.set_config(array_api_dispatch=True)."
+            )
         X = self._validate_device_X(X, reset=False)
         return xp.astype(X, getattr(self, fitted).dtype, copy=False)
 

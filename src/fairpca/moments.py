@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 from numpy.typing import ArrayLike
 
-from fairpca._array_api import device_namespace, float_dtypes, to_host
+from fairpca._array_api import device_namespace, float_dtypes, held_namespace, to_host
 from fairpca._dask import (
     _dask_labels,
     _dask_rows,
@@ -344,7 +344,7 @@ class GroupMoments:
     # ------------------------------------------------------------ devices
     def _device(self):
         """``(xp, device)`` of moments held in an array-API namespace other than NumPy's."""
-        return device_namespace(self.means)
+        return held_namespace(self.means)
 
     def to_numpy(self) -> GroupMoments:
         """These moments with every array a float64 NumPy array on the host.
@@ -804,8 +804,10 @@ def _device_merge(first, second, groups):
             "namespace; compute both from arrays of one namespace and device."
         )
     xp, device = first._device()
-    if device_namespace(first.means, second.means) is None:  # pragma: no cover
-        raise TypeError("cannot merge moments held on different devices.")
+    if second._device()[1] != device:
+        raise ValueError(
+            f"cannot merge moments held on different devices ({device}, {second._device()[1]})."
+        )
     dtype = first.means.dtype
     width = first.n_features + first.n_covariates
     counts = np.zeros(len(groups), dtype=np.result_type(first.counts, second.counts))
