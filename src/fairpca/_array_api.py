@@ -115,11 +115,12 @@ def fitted_to_device(estimator, xp, device):
             setattr(estimator, name, moved)
 
 
-def refuse_array_api(estimator, xp):
-    """The one error of an estimator that cannot fit on array-API input."""
-    from fairpca._registry import all_estimators  # the registry imports every estimator
+def refuse_array_api(estimator, xp, able):
+    """The one error of an estimator that cannot fit on array-API input.
 
-    able = sorted([cls.__name__ for cls in all_estimators(array_api=True)] + [*ARRAY_API_CLASSES])
+    ``able`` names the estimator classes that can (with :data:`ARRAY_API_CLASSES`).
+    """
+    able = sorted([*able, *ARRAY_API_CLASSES])
     return TypeError(
         f"{type(estimator).__name__} does not accept {xp.__name__.rsplit('.', 1)[-1]} arrays under "
         "array_api_dispatch=True: its solver reads the rows or iterates in NumPy. "

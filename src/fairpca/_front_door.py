@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
 import logging
 import sys
 
@@ -262,6 +263,22 @@ def _single_group_moments(X, weights=None):
     return GroupMoments._from_codes(X, codes, np.array([0]), weights=weights)
 
 
+def _array_api_classes():
+    """Names of the package's estimator classes that declare ``_supports_array_api``.
+
+    Found among the subclasses of :class:`FrontDoor` (the registry imports every
+    estimator module, so it cannot be imported here).
+    """
+    found, todo = set(), list(FrontDoor.__subclasses__())
+    while todo:
+        cls = todo.pop()
+        todo.extend(cls.__subclasses__())
+        public = cls.__module__.startswith("fairpca.") and not cls.__name__.startswith("_")
+        if public and cls._supports_array_api and not inspect.isabstract(cls):
+            found.add(cls.__name__)
+    return sorted(found)
+
+
 def _has_partial_fit(estimator):
     return type(estimator)._supports_partial_fit
 
@@ -452,7 +469,7 @@ class FrontDoor:
         """
         on_device = device_namespace(X)
         if on_device is not None and not self._supports_array_api:
-            raise refuse_array_api(self, on_device[0])
+            raise refuse_array_api(self, on_device[0], _array_api_classes())
         return on_device
 
     def _validate_device_X(self, X, *, reset, min_samples=1):
