@@ -243,3 +243,15 @@ def test_sklearn_array_api_checks(estimator, namespace, device, dtype):
             dtype_name=dtype,
             check_values=True,
         )
+
+
+def test_compact_after_a_fit_on_the_device():
+    torch, device = _namespace("torch")
+    X, s = _data(k=2)
+    X_t = torch.asarray(X)
+    with sklearn.config_context(array_api_dispatch=True):
+        est = MeanMatchingFairPCA().fit(X_t, sensitive_features=s)
+        Z = est.transform(X_t)
+        est.compact()
+        assert not hasattr(est, "moments_")
+        _close(est.transform(X_t), _host(Z), 1e-12)
