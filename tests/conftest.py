@@ -6,9 +6,16 @@ home is ``$FAIRPCA_DATA`` if set, else ``../shared/data`` beside the checkout
 if it exists, else the loaders' default (``~/scikit_learn_data/fairpca``).
 When a needed file is absent the test is skipped with a reason saying how to
 get the data -- unless ``FAIRPCA_REQUIRE_DATA=1`` (as in CI), where it fails.
+
+``SCIPY_ARRAY_API=1`` is set first, before anything imports scipy: scikit-learn's
+array-API dispatch (``tests/test_array_api.py`` and the array-API common checks)
+needs it, and scipy reads it once, at import.
 """
 
 import os
+
+os.environ.setdefault("SCIPY_ARRAY_API", "1")
+
 from pathlib import Path
 
 import pytest

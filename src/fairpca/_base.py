@@ -30,9 +30,11 @@ import numpy as np
 from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils import check_array
+from sklearn.utils._array_api import check_same_namespace
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
+from fairpca._array_api import float_dtypes, held_namespace
 from fairpca._dask import _is_dask_collection, lazy_rows
 from fairpca._front_door import _has_partial_fit
 from fairpca._front_door import package_log_handler as package_log_handler
@@ -436,6 +438,12 @@ class FairPCABase(
         if _is_dask_collection(X):
             names = self.get_feature_names_out()
             return lazy_rows(self, "transform", X, self.n_components_, names)
+        rows = self._device_rows(X, "transform")
+        if rows is not None:
+            # In X's namespace, on its device (the fit was on array-API input).
+            xp = held_namespace(rows)[0]
+            centred = (rows - self.mean_) @ xp.permute_dims(self.components_, (1, 0))
+            return centred * xp.sqrt(self.component_scales_)
         X = self._validate_X(X, reset=False)
         centred = centred_product(
             X, self.mean_, self.components_.T, self._spread(), _MAX_CANCELLATION
@@ -463,12 +471,21 @@ class FairPCABase(
         if _is_dask_collection(X):
             names = getattr(self, "feature_names_in_", None)
             return lazy_rows(self, "inverse_transform", X, self.n_features_in_, names)
-        Z = check_data(X, "X", accept_sparse=SPARSE_FORMATS)
+        check_same_namespace(X, self, attribute="mean_", method="inverse_transform")
+        on_device = held_namespace(self.mean_)
+        if on_device is not None:
+            xp, device = on_device
+            Z = check_array(X, dtype=list(float_dtypes(xp, device)), input_name="X")
+            Z = xp.astype(Z, self.mean_.dtype, copy=False)
+        else:
+            Z = check_data(X, "X", accept_sparse=SPARSE_FORMATS)
         if Z.shape[1] != self.n_components_:
             raise ValueError(
                 f"X has {Z.shape[1]} columns but inverse_transform expects "
                 f"n_components_={self.n_components_}."
             )
+        if on_device is not None:
+            return (Z * xp.sqrt(self.component_scales_)) @ self.components_ + self.mean_
         if issparse(Z):
             scaled = np.sqrt(self.component_scales_)[:, None] * self.components_
             return np.asarray(Z @ scaled) + self.mean_

@@ -37,12 +37,23 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
 import logging
 import sys
 
 import numpy as np
+from sklearn.utils._array_api import check_same_namespace
 from sklearn.utils.metaestimators import available_if
+from sklearn.utils.validation import validate_data
 
+from fairpca._array_api import (
+    device_namespace,
+    fitted_to_device,
+    float_dtypes,
+    held_namespace,
+    refuse_array_api,
+    to_host,
+)
 from fairpca._config import check_require_groups, missing_groups
 from fairpca._dask import _dask_labels, _dask_rows, _import_dask, _is_dask_collection
 from fairpca._sparse import SPARSE_FORMATS
@@ -207,6 +218,7 @@ def moments_problem(moments, covariate_names=None, min_group_size=1):
     group and continuous attributes that vary), and ``min_group_size`` rows in
     every group.
     """
+    moments = moments.to_numpy()
     if not np.trace(moments.covariance()) > 0:
         return (
             "X has zero variance (every row is the same): every projection keeps the same "
@@ -251,6 +263,22 @@ def _single_group_moments(X, weights=None):
     return GroupMoments._from_codes(X, codes, np.array([0]), weights=weights)
 
 
+def _array_api_classes():
+    """Names of the package's estimator classes that declare ``_supports_array_api``.
+
+    Found among the subclasses of :class:`FrontDoor` (the registry imports every
+    estimator module, so it cannot be imported here).
+    """
+    found, todo = set(), list(FrontDoor.__subclasses__())
+    while todo:
+        cls = todo.pop()
+        todo.extend(cls.__subclasses__())
+        public = cls.__module__.startswith("fairpca.") and not cls.__name__.startswith("_")
+        if public and cls._supports_array_api and not inspect.isabstract(cls):
+            found.add(cls.__name__)
+    return sorted(found)
+
+
 def _has_partial_fit(estimator):
     return type(estimator)._supports_partial_fit
 
@@ -276,6 +304,12 @@ class FrontDoor:
     _linear_projection = False
     #: ``transform`` needs ``sensitive_features`` after a grouped fit (a map per group).
     _transform_needs_groups = False
+
+    #: ``fit``, ``partial_fit`` and ``transform`` accept array-API arrays (torch,
+    #: CuPy, array-api-strict) under ``array_api_dispatch=True`` and compute in
+    #: their namespace, on their device (:mod:`fairpca._array_api`): the methods
+    #: that solve from the group moments alone.
+    _supports_array_api = False
 
     #: The fit accumulates dense ``p x p`` group moments: the width of ``X`` is
     #: checked against the memory budget before it is read, and the moment
@@ -352,8 +386,17 @@ class FrontDoor:
         if not grouped:
             # Before any data is read: refused here, or the group-blind fit with the warning.
             missing_groups(self, self._group_blind_fit)
+        on_device = self._check_array_api(X)
+        if on_device is not None or device_namespace(sensitive_features, sample_weight):
+            # Labels and weights are small: encoded and validated on the host.
+            sensitive_features, sample_weight = to_host(sensitive_features), to_host(sample_weight)
+            y = to_host(y)
         self._forget_fit()
-        if _is_dask_collection(X) or _is_dask_collection(sensitive_features):
+        if on_device is not None:
+            X = self._validate_device_X(X, reset=True, min_samples=self._fit_min_samples)
+            weights = self._check_weights(sample_weight, X.shape[0], grouped)
+            result = self._fit_on_device(X, y, sensitive_features, weights)
+        elif _is_dask_collection(X) or _is_dask_collection(sensitive_features):
             name = type(self).__name__
             if not self._supports_dask:
                 raise TypeError(
@@ -396,7 +439,14 @@ class FrontDoor:
                 "(as in a fit before them); earlier calls were "
                 f"{'with' if earlier else 'without'} it."
             )
-        X = self._validate_X(X, reset=earlier is None, ensure_all_finite=not self._holds_moments)
+        on_device = self._check_array_api(X)
+        sensitive_features, sample_weight = to_host(sensitive_features), to_host(sample_weight)
+        if on_device is not None:
+            X = self._validate_device_X(X, reset=earlier is None)
+        else:
+            X = self._validate_X(
+                X, reset=earlier is None, ensure_all_finite=not self._holds_moments
+            )
         weights = self._check_weights(sample_weight, X.shape[0], grouped)
         result = self._partial_fit_chunk(X, y, sensitive_features, weights)
         self._fitted_with_groups = grouped
@@ -412,6 +462,69 @@ class FrontDoor:
                 "into. Fit again (fit, or partial_fit on every chunk from a new estimator), "
                 "and call compact() after the last chunk."
             )
+
+    # ------------------------------------------------------------ array API
+    def _check_array_api(self, X):
+        """``(xp, device)`` of array-API ``X`` under dispatch (None for NumPy and the rest).
+
+        The one refusal of the estimators that cannot compute in another namespace.
+        """
+        on_device = device_namespace(X)
+        if on_device is not None and not self._supports_array_api:
+            raise refuse_array_api(self, on_device[0], _array_api_classes())
+        return on_device
+
+    def _validate_device_X(self, X, *, reset, min_samples=1):
+        """Array-API ``X`` validated by scikit-learn (float of its device, finite, width)."""
+        xp, device = device_namespace(X)
+        return validate_data(
+            self,
+            X,
+            reset=reset,
+            dtype=list(float_dtypes(xp, device)),
+            ensure_min_samples=min_samples,
+        )
+
+    def _device_rows(self, X, method, fitted="mean_"):
+        """``X`` validated for ``method`` of an estimator fitted on array-API input, else None.
+
+        Under dispatch, ``X`` must be of the namespace and device of the fit
+        (scikit-learn's ``check_same_namespace``); the rows returned have the
+        float type of the fitted arrays.
+        """
+        check_same_namespace(X, self, attribute=fitted, method=method)
+        held = held_namespace(getattr(self, fitted))
+        if held is None:
+            return None
+        xp, device = held
+        if device_namespace(X) is None:
+            raise ValueError(
+                f"{type(self).__name__} was fitted on {xp.__name__.rsplit('.', 1)[-1]} arrays "
+                f"on {device}: call {method} on arrays of that namespace and device under "
+                "sklearn.set_config(array_api_dispatch=True)."
+            )
+        X = self._validate_device_X(X, reset=False)
+        return xp.astype(X, getattr(self, fitted).dtype, copy=False)
+
+    def _fit_on_device(self, X, y, sensitive_features, weights):
+        """Fit on validated array-API ``X``: moments on its device, the solve on the host."""
+        moments, _, _ = self._memory_moments(X, sensitive_features, weights)
+        grouped = sensitive_features is not None
+        return self._solve_moments(moments, grouped=grouped, fair=grouped)
+
+    def _solve_moments(self, moments, *, grouped, fair):
+        """:meth:`_fit_from_moments`; moments held on a device are solved from a host copy.
+
+        The fitted arrays are then moved to the moments' namespace and device,
+        and ``moments_`` keeps the device moments (``partial_fit`` merges there).
+        """
+        on_device = moments._device()
+        if on_device is None:
+            return self._fit_from_moments(moments, grouped=grouped, fair=fair)
+        result = self._fit_from_moments(moments.to_numpy(), grouped=grouped, fair=fair)
+        fitted_to_device(self, *on_device)
+        self.moments_ = moments
+        return result
 
     # ---------------------------------------------------- the public methods
     def fit(self, X, y=None, *, sensitive_features=None, sample_weight=None):
@@ -449,7 +562,7 @@ class FrontDoor:
         """Fit on validated in-memory ``X``; the default solves from the group moments."""
         moments, _, _ = self._memory_moments(X, sensitive_features, weights)
         grouped = sensitive_features is not None
-        return self._fit_from_moments(moments, grouped=grouped, fair=grouped)
+        return self._solve_moments(moments, grouped=grouped, fair=grouped)
 
     def _fit_dask(self, X, y, sensitive_features, da):
         """Fit on Dask input; the default solves from the group moments of one pass."""
@@ -489,7 +602,7 @@ class FrontDoor:
                 self._partial_fit_waits.format(name=type(self).__name__, problem=problem),
                 UserWarning,
             )
-        return self._fit_from_moments(part, grouped=grouped, fair=grouped and problem is None)
+        return self._solve_moments(part, grouped=grouped, fair=grouped and problem is None)
 
     def _fit_from_moments(self, moments, *, grouped, fair):
         """Solve from the group moments alone (methods that read only them)."""
@@ -500,6 +613,7 @@ class FrontDoor:
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = self._supports_sparse
+        tags.array_api_support = self._supports_array_api
         return tags
 
     # ---------------------------------------------------- shared moment passes

@@ -83,7 +83,7 @@ class FairpcaMixin(FrontDoor):
         moments = getattr(self, "moments_", None)
         if moments is not None and "moments_" not in keep:
             # transform's guard against cancellation in sparse products reads these.
-            self._feature_variances = moments.variances
+            self._feature_variances = moments.to_numpy().variances
         for name in self._group_attributes:
             if name not in keep:
                 self.__dict__.pop(name, None)

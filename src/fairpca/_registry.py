@@ -79,6 +79,11 @@ class Capabilities:
         :class:`~fairpca.QuadraticErasure`); ``transform(X)`` alone raises.
         Workflows that transform rows without their groups (``fairpca
         compare``) leave these out.
+    array_api : bool
+        ``fit``, ``partial_fit`` and ``transform`` accept array-API arrays
+        (torch, CuPy, array-api-strict) under scikit-learn's
+        ``array_api_dispatch=True`` and compute in their namespace, on their
+        device (its scikit-learn tag ``array_api_support``).
     """
 
     name: str
@@ -89,6 +94,7 @@ class Capabilities:
     sparse: bool
     sample_weight: bool
     transform_needs_groups: bool
+    array_api: bool
 
 
 @functools.cache
@@ -102,6 +108,7 @@ def _capabilities(cls):
         sparse=cls._supports_sparse,
         sample_weight=cls._supports_sample_weight,
         transform_needs_groups=cls._transform_needs_groups,
+        array_api=cls._supports_array_api,
     )
 
 
@@ -120,7 +127,7 @@ def estimator_capabilities(
     capabilities : Capabilities or dict of str to Capabilities
         A frozen record (fields ``name``, ``fair``, ``linear_projection``,
         ``partial_fit``, ``dask``, ``sparse``, ``sample_weight``,
-        ``transform_needs_groups``) for one
+        ``transform_needs_groups``, ``array_api``) for one
         estimator; for all, a dict from class name to record in the order of
         :func:`all_estimators`.
 

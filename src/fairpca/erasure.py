@@ -597,6 +597,7 @@ class LinearErasure(FairpcaMixin, OneToOneFeatureMixin, TransformerMixin, BaseEs
     _supports_sparse = True
     _supports_sample_weight = True
     _supports_partial_fit = True
+    _supports_array_api = True
     _fit_min_samples = 1
     _min_group_size = 1
     _group_blind_fit = "the identity edit (nothing to erase)"
@@ -805,6 +806,9 @@ class LinearErasure(FairpcaMixin, OneToOneFeatureMixin, TransformerMixin, BaseEs
         if _is_dask_collection(X):
             names = self.get_feature_names_out()
             return lazy_rows(self, "transform", X, self.n_features_in_, names)
+        rows = self._device_rows(X, "transform")
+        if rows is not None:  # fitted on array-API input: X's namespace and device
+            return rows - (rows - self.mean_) @ self.erasure_.mT
         X = check_estimator_data(self, X, reset=False, accept_sparse=SPARSE_FORMATS)
         removed = centred_product(X, self.mean_, self.erasure_.T, self._spread(), _MAX_CANCELLATION)
         if issparse(X):

@@ -535,6 +535,7 @@ class MeanMatchingFairPCA(FairPCABase):
     """
 
     _moments_only = True
+    _supports_array_api = True
 
     def __init__(
         self,

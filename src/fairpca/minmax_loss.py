@@ -753,6 +753,7 @@ class MinMaxLossFairPCA(FairPCABase):
 
     #: Needs only the group moments: fits Dask input and has partial_fit.
     _moments_only = True
+    _supports_array_api = True
     #: Dropped by compact() besides the groups' labels, counts and moments.
     _group_attributes = (
         *FairPCABase._group_attributes,

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 from numpy.typing import ArrayLike
 
+from fairpca._array_api import device_namespace, float_dtypes, held_namespace, to_host
 from fairpca._dask import (
     _dask_labels,
     _dask_rows,
@@ -111,8 +112,14 @@ class GroupMoments:
         -------
         moments : GroupMoments
         """
-        # NaN and infinities are caught by the pass itself: no separate scan.
-        X = check_data(X, "X", ensure_all_finite=False, accept_sparse=SPARSE_FORMATS)
+        on_device = device_namespace(X)
+        if on_device is None:
+            # NaN and infinities are caught by the pass itself: no separate scan.
+            X = check_data(X, "X", ensure_all_finite=False, accept_sparse=SPARSE_FORMATS)
+        else:
+            X = _check_device_data(X, *on_device)
+            sensitive_features, covariates = to_host(sensitive_features), to_host(covariates)
+            sample_weight = to_host(sample_weight)
         if sensitive_features is None:
             groups, codes = np.array([0]), np.zeros(X.shape[0], dtype=np.intp)
         else:
@@ -137,7 +144,9 @@ class GroupMoments:
             counts = np.bincount(codes, minlength=len(groups)).astype(np.int64)
         else:
             counts = np.bincount(codes, weights=weights, minlength=len(groups))
-        if issparse(X):
+        if device_namespace(X) is not None:
+            means, scatters = _device_group_scatters(X, codes, counts, covariates, weights)
+        elif issparse(X):
             means, scatters = sparse_group_scatters(
                 X, codes, counts, covariates, weights, max_cancellation=_MAX_CANCELLATION
             )
@@ -166,6 +175,8 @@ class GroupMoments:
         """Means and scatters of the joint rows ``[x, z]`` (those of ``X`` without covariates)."""
         if self.covariate_means is None:
             return self.means, self.scatters
+        if self._device() is not None:
+            return _device_joint(self)
         means = np.concatenate((self.means, self.covariate_means), axis=1)
         top = np.concatenate((self.scatters, self.cross_scatters), axis=2)
         bottom = np.concatenate(
@@ -308,6 +319,9 @@ class GroupMoments:
                 f"{self.groups.dtype} and {other.groups.dtype}."
             )
         groups = np.union1d(self.groups, other.groups)
+        on_device = self._device(), other._device()
+        if on_device != (None, None):
+            return _device_merge(self, other, groups)
         width = self.n_features + self.n_covariates
         counts = np.zeros(len(groups), dtype=np.result_type(self.counts, other.counts))
         means = np.zeros((len(groups), width))
@@ -326,6 +340,34 @@ class GroupMoments:
                 scatters[a] = scatters[a] + src_scatters[j] + np.outer(delta, delta) * (n1 * n2 / n)
                 counts[a] = n
         return GroupMoments._from_joint(groups, counts, means, scatters, self.n_features)
+
+    # ------------------------------------------------------------ devices
+    def _device(self):
+        """``(xp, device)`` of moments held in an array-API namespace other than NumPy's."""
+        return held_namespace(self.means)
+
+    def to_numpy(self) -> GroupMoments:
+        """These moments with every array a float64 NumPy array on the host.
+
+        Moments of array-API input (torch, CuPy, ... under scikit-learn's
+        ``array_api_dispatch``) are held in the input's namespace, on its
+        device; this copies them (``k`` matrices ``p x p``) to the host, where
+        the estimators solve their small problem. NumPy moments are returned as
+        they are.
+        """
+        if self._device() is None:
+            return self
+        fields = [
+            None if a is None else np.asarray(to_host(a), dtype=np.float64)
+            for a in (
+                self.means,
+                self.scatters,
+                self.covariate_means,
+                self.cross_scatters,
+                self.covariate_scatters,
+            )
+        ]
+        return GroupMoments(self.groups, self.counts, *fields)
 
     # ------------------------------------------------------------ quantities
     @property
@@ -661,6 +703,133 @@ def _block_sums(X, codes, groups, shifts, covariates=None, weights=None):
                 grams[largest] += pooled
                 sums[largest] += pooled_sum
     return grams, sums, scales
+
+
+# ------------------------------------------------------ array API (devices)
+#: Bytes of (float64) rows per block of the device pass: bounds its copies of group rows.
+_DEVICE_BLOCK_BYTES = 2**27
+
+
+def _check_device_data(X, xp, device, name="X"):
+    """Array-API ``X`` checked as :func:`check_data` checks NumPy input; float, on its device."""
+    from sklearn.utils.validation import check_array
+
+    return check_array(
+        X, dtype=list(float_dtypes(xp, device)), input_name=name, ensure_all_finite=True
+    )
+
+
+def _device_group_scatters(X, codes, counts, covariates=None, weights=None):
+    """As :func:`_group_scatters` for an array-API ``X``: computed in its namespace, on its device.
+
+    Two passes over row blocks of ``X`` (in the device's most precise float
+    type, so a float32 ``X`` is never copied whole): the group sums, as one
+    product of each block with its one-hot codes, then the Gram matrix of
+    each group's rows centred on the group mean (summing centred rows, no
+    cancellation to guard against). The codes were computed on the host;
+    each block's rows of a group reach the device as an index array.
+    ``counts``, ``covariates`` and ``weights`` are NumPy (host) arrays.
+
+    Returns
+    -------
+    means : array of shape (n_groups, width)
+    scatters : array of shape (n_groups, width, width)
+        In ``X``'s namespace and on its device; zero for groups without rows.
+    """
+    xp, device = device_namespace(X)
+    dtype = float_dtypes(xp, device)[0]
+    n, p = X.shape
+    k = len(counts)
+    Z = None if covariates is None else xp.asarray(covariates, dtype=dtype, device=device)
+    w = None if weights is None else xp.asarray(weights, dtype=dtype, device=device)
+    width = p + (0 if Z is None else Z.shape[1])
+    rows = max(_DEVICE_BLOCK_BYTES // (8 * width), _MIN_BLOCK_ROWS)
+    starts = range(0, n, rows)
+    codes_on_device = xp.asarray(codes, device=device)
+    labels = xp.arange(k, device=device)
+
+    def block(start):
+        stop = min(start + rows, n)
+        B = xp.astype(X[start:stop, ...], dtype, copy=False)
+        if Z is not None:
+            B = xp.concat((B, Z[start:stop, ...]), axis=1)
+        return B, stop
+
+    sums = xp.zeros((k, width), dtype=dtype, device=device)
+    for start in starts:
+        B, stop = block(start)
+        onehot = xp.astype(codes_on_device[start:stop, None] == labels[None, :], dtype)
+        if w is not None:
+            onehot = onehot * w[start:stop, None]
+        sums = sums + xp.permute_dims(onehot, (1, 0)) @ B
+    sizes = np.where(counts > 0, counts, 1).astype(np.float64)
+    means = sums / xp.asarray(sizes, dtype=dtype, device=device)[:, None]
+
+    grams = [None] * k
+    for start in starts:
+        B, stop = block(start)
+        block_codes = codes[start:stop]
+        for a in np.unique(block_codes):
+            index = xp.asarray(np.flatnonzero(block_codes == a), device=device)
+            centred = xp.take(B, index, axis=0) - means[int(a), :]
+            left = centred if w is None else centred * xp.take(w[start:stop], index)[:, None]
+            gram = xp.permute_dims(left, (1, 0)) @ centred
+            grams[a] = gram if grams[a] is None else grams[a] + gram
+    zero = xp.zeros((width, width), dtype=dtype, device=device)
+    scatters = xp.stack([zero if g is None else g for g in grams])
+    if not bool(xp.all(xp.isfinite(scatters))):
+        raise ValueError(
+            "X is too large in magnitude: its second moments overflow. "
+            "Rescale it first (e.g. with sklearn.preprocessing.StandardScaler)."
+        )
+    return means, scatters
+
+
+def _device_joint(moments):
+    """:meth:`GroupMoments._joint` of moments held on a device."""
+    xp, _ = moments._device()
+    means = xp.concat((moments.means, moments.covariate_means), axis=1)
+    top = xp.concat((moments.scatters, moments.cross_scatters), axis=2)
+    bottom = xp.concat(
+        (xp.permute_dims(moments.cross_scatters, (0, 2, 1)), moments.covariate_scatters), axis=2
+    )
+    return means, xp.concat((top, bottom), axis=1)
+
+
+def _device_merge(first, second, groups):
+    """:meth:`GroupMoments.merge` of moments held on one device: the update runs there."""
+    if first._device() is None or second._device() is None:
+        raise ValueError(
+            "cannot merge moments held in NumPy with moments held in another array "
+            "namespace; compute both from arrays of one namespace and device."
+        )
+    xp, device = first._device()
+    if second._device()[1] != device:
+        raise ValueError(
+            f"cannot merge moments held on different devices ({device}, {second._device()[1]})."
+        )
+    dtype = first.means.dtype
+    width = first.n_features + first.n_covariates
+    counts = np.zeros(len(groups), dtype=np.result_type(first.counts, second.counts))
+    means = [xp.zeros(width, dtype=dtype, device=device) for _ in groups]
+    scatters = [xp.zeros((width, width), dtype=dtype, device=device) for _ in groups]
+    for src in (first, second):
+        idx = np.searchsorted(groups, src.groups)
+        src_means, src_scatters = src._joint()
+        for j, a in enumerate(idx):
+            n1, n2 = counts[a], src.counts[j]
+            if n2 == 0:
+                continue
+            n = n1 + n2
+            delta = src_means[j, :] - means[a]
+            # Chan et al.'s pairwise update of mean and scatter.
+            means[a] = means[a] + delta * float(n2 / n)
+            outer = delta[:, None] * delta[None, :]
+            scatters[a] = scatters[a] + src_scatters[j, ...] + outer * float(n1 * n2 / n)
+            counts[a] = n
+    return GroupMoments._from_joint(
+        groups, counts, xp.stack(means), xp.stack(scatters), first.n_features
+    )
 
 
 def _raise_non_finite(X):
