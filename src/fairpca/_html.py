@@ -9,23 +9,43 @@ and the software versions.
 import base64
 import io
 import platform
+import re
 from importlib import metadata
 
 from fairpca._output import escape_html, html_safe
 
-__all__ = ["Markup", "WORSE_OFF_MARK", "group_panel", "html_report", "software_versions"]
+__all__ = [
+    "Markup",
+    "SCROLL_CLASS",
+    "WORSE_OFF_MARK",
+    "group_panel",
+    "html_report",
+    "legend_list",
+    "software_versions",
+]
 
 #: The mark of a cell whose group is served worse than under PCA (with a CSS class:
 #: the mark is text, so the panel does not rely on colour alone).
 WORSE_OFF_MARK = "\u25b2"
 
+#: The class of the box around every table: the table scrolls sideways inside it, with
+#: its first column held in place, so that a wide table never widens the page.
+SCROLL_CLASS = "table-scroll"
+
 _STYLE = """
-body { font-family: sans-serif; max-width: 75em; margin: 2em auto; color: #222; }
-table { border-collapse: collapse; font-size: 0.85em; margin: 1em 0; }
+body { font-family: sans-serif; max-width: 75em; margin: 2em auto; padding: 0 1em;
+  color: #222; overflow-wrap: break-word; }
+.table-scroll { overflow-x: auto; max-width: 100%; margin: 1em 0; }
+table { border-collapse: separate; border-spacing: 0; font-size: 0.85em; }
 th, td { border: 1px solid #bbb; padding: 0.2em 0.5em; text-align: right; }
 th { background: #eee; }
+thead th { vertical-align: bottom; min-width: 4em; }
+.table-scroll tr > :first-child { position: sticky; left: 0; z-index: 1;
+  text-align: left; background: #f6f6f6; }
+.table-scroll thead tr > :first-child { background: #eee; z-index: 2; }
 dt { font-weight: bold; } dd { margin: 0 0 0.4em 1.5em; }
-img { max-width: 100%; }
+dl.legend dd .direction { font-style: italic; }
+img { max-width: 100%; height: auto; }
 td.worse-off { background: #fbe3e0; font-weight: bold; }
 td.not-judged { color: #666; text-align: center; }
 td small { font-weight: normal; color: #555; }
@@ -45,7 +65,7 @@ def software_versions():
 
 def _figure_html(figure, alt):
     buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=110)
+    figure.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
     encoded = base64.b64encode(buffer.getvalue()).decode("ascii")
     return f'<img alt="{escape_html(alt)}" src="data:image/png;base64,{encoded}">'
 
@@ -119,7 +139,66 @@ def group_panel(outcomes, by=("method",), others=None):
     return Markup("\n".join(lines))
 
 
+def _scrollable(html):
+    """``html`` (one or more tables) in the box that scrolls sideways."""
+    return f'<div class="{SCROLL_CLASS}">\n{html}\n</div>'
+
+
+_HEADER_CELL = re.compile(r"(<th\b[^>]*>)(.*?)(</th>)", re.DOTALL)
+
+
+def _breakable_headers(html):
+    """Let long column names (``reconstruction_error[group]``) break after ``_`` and ``[``.
+
+    Only the escaped text between ``<th ...>`` and ``</th>`` changes (pandas writes
+    no markup inside a header cell); ``<wbr>`` shows nothing where a line does not break.
+    """
+
+    def breakable(match):
+        opening, text, closing = match.groups()
+        return opening + re.sub(r"([_\[])", r"\1<wbr>", text) + closing
+
+    return _HEADER_CELL.sub(breakable, html)
+
+
+def legend_list(lines):
+    """The metric legend as a definition list: one ``name: what it measures (direction)``.
+
+    Parameters
+    ----------
+    lines : sequence of str
+        :func:`fairpca.metrics._registry.legend`'s lines (``"column: text"``); a
+        line without ``": "`` is shown whole.
+
+    Returns
+    -------
+    Markup
+        ``<dl class="legend">``; every text escaped, the bracketed direction
+        ("lower is fairer", ...) set in italics.
+    """
+    items = []
+    for line in lines:
+        name, sep, text = str(line).partition(": ")
+        if not sep:
+            items.append(f"<dd>{escape_html(str(line))}</dd>")
+            continue
+        body = escape_html(text)
+        match = re.search(r"\(([^()]*)\)\s*$", text)
+        if match:
+            head = escape_html(text[: match.start()])
+            body = f'{head}<span class="direction">({escape_html(match.group(1))})</span>'
+        items.append(f"<dt>{escape_html(name)}</dt><dd>{body}</dd>")
+    return Markup('<dl class="legend">\n' + "\n".join(items) + "\n</dl>")
+
+
 def _block_html(block, heading):
+    html = _block_inner_html(block, heading)
+    if "<table" in html and SCROLL_CLASS not in html:
+        return _scrollable(html)
+    return html
+
+
+def _block_inner_html(block, heading):
     if isinstance(block, Markup):
         return str(block)
     if isinstance(block, str):
@@ -128,13 +207,15 @@ def _block_html(block, heading):
         return _figure_html(block, heading)
     if hasattr(block, "to_html"):
         # escape=True (the default, stated): cells and labels hold the user's text.
-        return html_safe(block).to_html(
-            float_format=lambda v: f"{v:.4g}", na_rep="", border=0, escape=True
+        return _breakable_headers(
+            html_safe(block).to_html(
+                float_format=lambda v: f"{v:.4g}", na_rep="", border=0, escape=True
+            )
         )
     raise TypeError(f"cannot put a {type(block).__name__} in an HTML report.")
 
 
-def html_report(title, facts, sections):
+def html_report(title, facts, sections, legend=None):
     """The report as one HTML document (a string).
 
     Parameters
@@ -147,7 +228,13 @@ def html_report(title, facts, sections):
         ``(heading, blocks)``; a block is a string (a paragraph), a
         :class:`Markup` (HTML this module made, e.g. :func:`group_panel`), a
         pandas DataFrame (a table) or a matplotlib Figure (embedded as a PNG
-        data URI).
+        data URI). Every table is put in a box that scrolls sideways with its
+        first column held (:data:`SCROLL_CLASS`): the page never grows wider
+        than the window.
+    legend : sequence of str, default=None
+        The metric legend (``"column: definition (direction; scale)"`` lines,
+        :func:`fairpca.metrics._registry.legend`), shown after the facts and
+        before any table as "What the columns mean" (:func:`legend_list`).
 
     Returns
     -------
@@ -166,6 +253,8 @@ def html_report(title, facts, sections):
         ),
         "</dl>",
     ]
+    if legend:
+        parts += ["<h2>What the columns mean</h2>", str(legend_list(legend))]
     for heading, blocks in sections:
         parts.append(f"<h2>{escape_html(heading)}</h2>")
         parts.extend(_block_html(block, heading) for block in blocks)
