@@ -638,3 +638,73 @@ def test_table_reports_the_fitted_columns_beside_d(monkeypatch, data):
     assert table["n_components_"].to_dict() == {"PCA": 2, "_OneMoreColumn": 3}
     columns = list(table.columns)
     assert columns.index("n_components_") == columns.index("n_components") + 1
+
+
+class _FailsAtTwo(_Balanced):
+    def _fit_components(self, X, codes, moments, y, d):
+        if d == 2:
+            raise np.linalg.LinAlgError("no answer at d = 2")
+        return super()._fit_components(X, codes, moments, y, d)
+
+
+class _FailsAtOne(_Balanced):
+    def _fit_components(self, X, codes, moments, y, d):
+        if d == 1:
+            raise np.linalg.LinAlgError("no answer at d = 1")
+        return super()._fit_components(X, codes, moments, y, d)
+
+
+def test_refits_for_the_plot_against_d_skip_failed_methods_and_say_what_they_are(
+    monkeypatch, tmp_path
+):
+    _use_methods(monkeypatch, [_FailsAtTwo, _FailsAtOne, _Balanced])
+    out = tmp_path / "report"
+    result = CliRunner().invoke(cli, ["compare", "-d", "2", "--output", str(out)])
+    assert result.exit_code == 0, result.output
+    # Failed at the main d: never refitted, no point.
+    assert result.output.count("_FailsAtTwo fitting") == 1
+    by_d = pd.read_csv(out / "group_errors_by_d.csv")
+    assert "_FailsAtTwo" not in set(by_d["method"])
+    # Failed at the first refit d (1): not tried at 3, 4, 5.
+    assert result.output.count("_FailsAtOne (d = ") == 2  # "fitting ..." and "FAILED"
+    assert sorted(set(by_d.loc[by_d["method"] == "_FailsAtOne", "d"])) == [2]
+    assert sorted(set(by_d.loc[by_d["method"] == "_Balanced", "d"])) == [1, 2, 3, 4, 5]
+    assert "given up (not tried at the following d): _FailsAtOne (failed at d = 1)" in (
+        result.output
+    )
+    # Every refit line says what it is for; the metric phase has a line per method.
+    refits = [line for line in result.output.splitlines() if "(d = " in line]
+    assert refits and all(line.startswith("[refits for the plot against d] [") for line in refits)
+    for i, name in enumerate(["PCA", "_FailsAtOne", "_Balanced"], start=1):
+        assert f"[metrics {i}/3] {name} computing the metrics" in result.output
+        assert f"[metrics {i}/3] {name} done in " in result.output
+
+
+def test_no_by_d_refits_nothing_and_writes_no_by_d_files(monkeypatch, tmp_path):
+    _use_methods(monkeypatch, [_Balanced])
+
+    def no_refit(*args, **kwargs):
+        raise AssertionError("refitted at other d with --no-by-d")
+
+    monkeypatch.setattr("fairpca._methods.fit_all", no_refit)
+    out = tmp_path / "report"
+    result = CliRunner().invoke(cli, ["compare", "--no-by-d", "--output", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "refits for the plot against d" not in result.output
+    assert not list(out.glob("group_errors_by_d*"))
+    assert (out / "group_errors.png").exists() and (out / "report.html").exists()
+    for text in (result.output, (out / "comparison.md").read_text()):
+        assert "against d was not requested (--no-by-d)" in text
+    assert "against d was not requested" in (out / "report.html").read_text()
+
+
+def test_metrics_method_by_method_give_the_one_call_table(monkeypatch, data):
+    _use_methods(monkeypatch, [_Balanced])
+    X, s, y = data
+    quiet = compare_methods(X, s, y)
+    lines = []
+    told = compare_methods(X, s, y, progress=lines.append)
+    pd.testing.assert_frame_equal(
+        quiet.table.drop(columns="fit_seconds"), told.table.drop(columns="fit_seconds")
+    )
+    assert any(line.startswith("[metrics 2/2] _Balanced done in ") for line in lines)

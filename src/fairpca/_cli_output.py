@@ -25,10 +25,12 @@ from fairpca._reports import _group_blocks, _group_markdown  # noqa: F401 (their
 from fairpca.datasets import get_data_home
 
 __all__ = [
+    "check_jobs",
     "check_output",
     "curve_metrics",
     "inputs",
     "interrupted",
+    "jobs_option",
     "names",
     "one_line_warning",
     "plain_warnings",
@@ -213,8 +215,10 @@ def progress_line(message):
     click.echo(message, err=True)
 
 
-def show_comparison(comparison, output, source):
+def show_comparison(comparison, output, source, *, by_d=True):
     """Print the table, the notes and the legend; write the files; end by what finished.
+
+    ``by_d`` (``--by-d``): refit at other d for the plot against d.
 
     Raises
     ------
@@ -238,6 +242,7 @@ def show_comparison(comparison, output, source):
             notes=notes,
             progress=progress_line,
             notify=lambda note: say(note, err=True),
+            by_d=by_d,
         ),
     )
 
@@ -258,6 +263,18 @@ def show_curve(curve, output, source):
     write_output(
         output, lambda staging: _reports.write_tradeoff_files(curve, staging, source=source)
     )
+
+
+def jobs_option(what):
+    """The ``--jobs`` option (checked by :func:`check_jobs`)."""
+    text = f"{what} (-1: one per core)."
+    return click.option("--jobs", "n_jobs", type=int, default=1, show_default=True, help=text)
+
+
+def check_jobs(n_jobs):
+    """``--jobs``: a positive number of processes, or -1 for one per core."""
+    if n_jobs == 0 or n_jobs < -1:
+        raise click.UsageError(f"--jobs must be a positive number or -1, got {n_jobs}.")
 
 
 def interrupted():

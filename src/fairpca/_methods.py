@@ -22,7 +22,14 @@ from fairpca.metrics._projection import is_linear_projection
 if TYPE_CHECKING:
     from sklearn.base import BaseEstimator
 
-__all__ = ["MAX_D_VALUES", "REFIT_SECONDS", "fit_all", "group_errors_by_d", "make_methods"]
+__all__ = [
+    "MAX_D_VALUES",
+    "REFIT_LABEL",
+    "REFIT_SECONDS",
+    "fit_all",
+    "group_errors_by_d",
+    "make_methods",
+]
 
 
 def make_methods(
@@ -89,6 +96,8 @@ def fit_all(split, n_components, random_state, time_budget, progress, *, refit=F
 MAX_D_VALUES = 5
 #: Methods whose fit took longer (wall-clock seconds) are not refitted at other d.
 REFIT_SECONDS = 30.0
+#: The prefix of the refits' progress lines: what they are for.
+REFIT_LABEL = "[refits for the plot against d]"
 
 
 def group_errors_by_d(comparison, *, max_d_values=MAX_D_VALUES, progress=None):
@@ -101,8 +110,12 @@ def group_errors_by_d(comparison, *, max_d_values=MAX_D_VALUES, progress=None):
     whose defaults are infeasible at some d (e.g. ConvexFairPCA's ``delta``),
     that is unavailable or that exceeds the comparison's time budget has no
     point at that d. Only the methods fitted at ``n_components`` within
-    :data:`REFIT_SECONDS` are refitted: the plot would otherwise multiply a
-    slow method's cost by ``max_d_values``. Methods that are not linear
+    :data:`REFIT_SECONDS` are refitted (never one stopped or failed there): the
+    plot would otherwise multiply a slow method's cost by ``max_d_values``; a
+    method stopped or failed at one refit d is not tried at the following
+    ones. No registered estimator declares its components nested (the
+    top-``d`` of a fit at a larger d), so every d is a fit of its own. Progress
+    lines start with :data:`REFIT_LABEL`. Methods that are not linear
     projections (FairKernelPCA, LinearErasure) have no reconstruction error
     and are left out.
 
@@ -113,7 +126,8 @@ def group_errors_by_d(comparison, *, max_d_values=MAX_D_VALUES, progress=None):
         reconstruction error of the group's test rows) and ``converged`` (the
         fit's ``converged_``; True for closed-form methods).
         ``attrs["not_refitted"]`` maps the methods not refitted to the
-        seconds of their fit.
+        seconds of their fit; ``attrs["given_up"]`` the methods stopped or
+        failed at a refit d to how (e.g. ``"stopped at d = 1"``).
     """
     import pandas as pd
 
@@ -124,6 +138,8 @@ def group_errors_by_d(comparison, *, max_d_values=MAX_D_VALUES, progress=None):
     skipped = {n: o.seconds for n, o in fitted.items() if n not in refitted and n != "PCA"}
     top = max(1, min(split.X_train.shape[1] - 1, max(d0 + 1, max_d_values)))
     dims = sorted({*range(max(1, top - max_d_values + 1), top + 1), d0})
+    labelled = None if progress is None else (lambda line: progress(f"{REFIT_LABEL} {line}"))
+    given_up = {}
     rows = []
     for d in dims:
         if d == d0:
@@ -133,15 +149,14 @@ def group_errors_by_d(comparison, *, max_d_values=MAX_D_VALUES, progress=None):
                 if is_linear_projection(est)
             }
         else:
+            # A method that stopped or failed at one d is not tried again at the next.
+            names = [n for n in refitted if n not in given_up]
             outcomes = fit_all(
-                split,
-                d,
-                comparison.random_state,
-                time_budget,
-                progress,
-                refit=True,
-                names=refitted,
+                split, d, comparison.random_state, time_budget, labelled, refit=True, names=names
             )
+            for name, outcome in outcomes.items():
+                if outcome.status != "fitted" and name != "PCA":
+                    given_up[name] = f"{outcome.status} at d = {d}"
             models = {n: o.estimator for n, o in outcomes.items() if o.status == "fitted"}
         for name, est in models.items():
             converged = bool(getattr(est, "converged_", True))
@@ -151,4 +166,5 @@ def group_errors_by_d(comparison, *, max_d_values=MAX_D_VALUES, progress=None):
                 )
     by_d = pd.DataFrame(rows, columns=["method", "d", "group", "error", "converged"])
     by_d.attrs["not_refitted"] = skipped
+    by_d.attrs["given_up"] = given_up
     return by_d

@@ -46,6 +46,7 @@ if TYPE_CHECKING:
 __all__ = [
     "NOISY_GROUP_ROWS",
     "TRADEOFF_PLOT_COLUMNS",
+    "by_d_notes",
     "columns_text",
     "comparison_notes",
     "comparison_text",
@@ -333,14 +334,17 @@ def output_folder(output, *, force=False, protected=()):
         _output.release_lock(lock)
 
 
-def write_comparison_report(comparison, output, *, source=None, force=False, progress=None):
+def write_comparison_report(
+    comparison, output, *, source=None, force=False, progress=None, by_d=True
+):
     """Write a comparison's report into the folder ``output``, which appears whole.
 
     The files of ``fairpca compare --output``: ``comparison.csv`` (every method
     asked for, with its status), ``comparison.md``, ``report.html`` (one
     self-contained file), ``group_errors_by_d.csv``, ``group_losses.csv`` and
     the PNG plots (trade-off, per-group error at d and against d, biplot,
-    communality). Methods are refitted at other d for the plot against d.
+    communality). Methods are refitted at other d for the plot against d
+    (unless ``by_d`` is False).
 
     Parameters
     ----------
@@ -353,6 +357,10 @@ def write_comparison_report(comparison, output, *, source=None, force=False, pro
         Replace a non-empty ``output``.
     progress : callable, default=None
         Called with a line per refit.
+    by_d : bool, default=True
+        Refit at other d for the per-group error against d
+        (``group_errors_by_d.csv`` and ``.png``); False: neither, and the
+        report says the plot was not requested.
 
     Returns
     -------
@@ -367,6 +375,7 @@ def write_comparison_report(comparison, output, *, source=None, force=False, pro
             source=source,
             notes=comparison_notes(comparison),
             progress=progress,
+            by_d=by_d,
         )
 
 
@@ -411,7 +420,39 @@ def _with_baselines(comparison, table):
     return pd.concat([table.astype(object), rows.astype(object)])
 
 
-def write_comparison_files(comparison, output, *, source, notes, progress=None, notify=None):
+def by_d_notes(by_d, n_components):
+    """Sentences on the refits for the plot against d (``by_d``: None when not requested)."""
+    if by_d is None:
+        return [
+            "The plot of the per-group error against d was not requested (--no-by-d): no "
+            "method was refitted at other d."
+        ]
+    notes = []
+    if by_d.attrs.get("not_refitted"):
+        slow = ", ".join(f"{m} ({t:.0f} s)" for m, t in by_d.attrs["not_refitted"].items())
+        notes.append(
+            f"Not refitted at other d for the plot against d (their fit took longer than "
+            f"{_methods.REFIT_SECONDS:g} s): {slow}; they have a point at "
+            f"d = {n_components} only."
+        )
+    if by_d.attrs.get("given_up"):
+        given_up = ", ".join(f"{m} ({how})" for m, how in by_d.attrs["given_up"].items())
+        notes.append(
+            f"Refits for the plot against d given up (not tried at the following d): {given_up}."
+        )
+    unconverged = by_d.loc[~by_d["converged"].astype(bool), ["method", "d"]].drop_duplicates()
+    if len(unconverged):
+        refits = ", ".join(f"{m} (d = {d})" for m, d in unconverged.itertuples(index=False))
+        notes.append(
+            f"Refits for the plot against d that did not converge: {refits}; their points "
+            "describe the last iterate."
+        )
+    return notes
+
+
+def write_comparison_files(
+    comparison, output, *, source, notes, progress=None, notify=None, by_d=True
+):
     """Write a comparison's files into the folder ``output``, as they come (not staged).
 
     :func:`write_comparison_report` stages and locks the folder around this.
@@ -429,6 +470,9 @@ def write_comparison_files(comparison, output, *, source, notes, progress=None, 
         Called with a line per refit for the plot against d.
     notify : callable, default=None
         Called with each note the refits add, as it is known.
+    by_d : bool, default=True
+        Refit at other d for the plot against d (:func:`by_d_notes`); False:
+        no refit, no ``group_errors_by_d`` file, and a note saying so.
 
     Returns
     -------
@@ -446,26 +490,12 @@ def write_comparison_files(comparison, output, *, source, notes, progress=None, 
         for name in table.index
         if outcomes is None or name not in set(outcomes["method"])
     }
-    by_d = _methods.group_errors_by_d(comparison, progress=progress)
     notes = list(notes)
-    if by_d.attrs["not_refitted"]:
-        slow = ", ".join(f"{m} ({t:.0f} s)" for m, t in by_d.attrs["not_refitted"].items())
-        notes.append(
-            f"Not refitted at other d for the plot against d (their fit took longer than "
-            f"{_methods.REFIT_SECONDS:g} s): {slow}; they have a point at "
-            f"d = {comparison.n_components} only."
-        )
+    by_d_table = _methods.group_errors_by_d(comparison, progress=progress) if by_d else None
+    for note in by_d_notes(by_d_table, comparison.n_components):
+        notes.append(note)
         if notify is not None:
-            notify(notes[-1])
-    unconverged = by_d.loc[~by_d["converged"].astype(bool), ["method", "d"]].drop_duplicates()
-    if len(unconverged):
-        refits = ", ".join(f"{m} (d = {d})" for m, d in unconverged.itertuples(index=False))
-        notes.append(
-            f"Refits for the plot against d that did not converge: {refits}; their points "
-            "describe the last iterate."
-        )
-        if notify is not None:
-            notify(notes[-1])
+            notify(note)
     legend = list(dict.fromkeys(describe_metric(metric_family(c)) for c in table.columns))
     # The biplot and the communality are about components; LinearErasure keeps
     # every feature and has none.
@@ -477,8 +507,11 @@ def write_comparison_files(comparison, output, *, source, notes, progress=None, 
     figures = [
         ("tradeoff.png", lambda: plotting.plot_tradeoff(table, fairness)),
         ("group_errors.png", lambda: plotting.plot_group_errors(table)),
-        ("group_errors_by_d.png", lambda: plotting.plot_group_errors_by_d(by_d)),
     ]
+    if by_d_table is not None:
+        figures.append(
+            ("group_errors_by_d.png", lambda: plotting.plot_group_errors_by_d(by_d_table))
+        )
     if comparison.n_components >= 2:
         figures.append(
             (
@@ -506,8 +539,9 @@ def write_comparison_files(comparison, output, *, source, notes, progress=None, 
         + "".join(f"- [{name}]({name})\n" for name, _ in figures),
     )
     written = ["comparison.csv", "comparison.md"]
-    _output.write_csv(by_d, output / "group_errors_by_d.csv", index=False)
-    written.append("group_errors_by_d.csv")
+    if by_d_table is not None:
+        _output.write_csv(by_d_table, output / "group_errors_by_d.csv", index=False)
+        written.append("group_errors_by_d.csv")
     if outcomes is not None:
         _output.write_csv(outcomes, output / "group_losses.csv", index=False)
         written.append("group_losses.csv")

@@ -157,12 +157,19 @@ def cli():
         "reported as such (fits then run in child processes) [default: no limit]."
     ),
 )
+@click.option(
+    "--by-d/--no-by-d",
+    default=True,
+    show_default=True,
+    help="With --output: refit the methods at d = 1..5 for the plot of the per-group error "
+    "against d (methods stopped, failed or slow at d are not refitted).",
+)
 @_output_options(
     "Directory for report.html (one self-contained file), comparison.csv, comparison.md "
     "and PNG plots: trade-off, per-group error (at d and against d), biplot, communality "
     "(created if needed; written only once everything is computed)."
 )
-def compare(time_budget, output, force, **data_options):
+def compare(time_budget, by_d, output, force, **data_options):
     """Fit every method and print a table of quality and fairness metrics.
 
     Without --data or --dataset the built-in synthetic set is used (1000 rows,
@@ -183,7 +190,7 @@ def compare(time_budget, output, force, **data_options):
         )
     except (ValueError, TypeError) as exc:
         raise click.UsageError(str(exc)) from exc
-    term.show_comparison(comparison, output, source)
+    term.show_comparison(comparison, output, source, by_d=by_d)
 
 
 def _resolve_split(n_components, methods, **options):
@@ -232,18 +239,6 @@ def _resolve_split(n_components, methods, **options):
     return loaded.split, loaded.source, names(methods)
 
 
-def _jobs_option(what):
-    """The ``--jobs`` option (checked by :func:`_check_jobs`)."""
-    text = f"{what} (-1: one per core)."
-    return click.option("--jobs", "n_jobs", type=int, default=1, show_default=True, help=text)
-
-
-def _check_jobs(n_jobs):
-    """``--jobs``: a positive number of processes, or -1 for one per core."""
-    if n_jobs == 0 or n_jobs < -1:
-        raise click.UsageError(f"--jobs must be a positive number or -1, got {n_jobs}.")
-
-
 @cli.command()
 @_data_options
 @click.option(
@@ -263,7 +258,7 @@ def _check_jobs(n_jobs):
     show_default=True,
     help="Bootstrap resamples of the held-out rows for the intervals.",
 )
-@_jobs_option("Settings fitted at once")
+@term.jobs_option("Settings fitted at once")
 @_output_options(
     "Directory for tradeoff.csv, the frontier plot (tradeoff.png, tradeoff.svg) and "
     "report.html, one self-contained file (written only once everything is computed)."
@@ -277,7 +272,7 @@ def tradeoff(metrics, n_bootstrap, n_jobs, output, force, **data_options):
     and the settings no other setting beats on every measure are marked.
     """
     term.check_output(output, force, term.inputs(**data_options))
-    _check_jobs(n_jobs)
+    term.check_jobs(n_jobs)
     split, source, methods = _resolve_split(**data_options)
     n_components, random_state = data_options["n_components"], data_options["random_state"]
     try:
@@ -331,7 +326,7 @@ def tradeoff(metrics, n_bootstrap, n_jobs, output, force, **data_options):
     multiple=True,
     help="Run only this data set (repeat for several; lee2022-table1, vu2022-table1).",
 )
-@_jobs_option("Units of work run at once in separate processes")
+@term.jobs_option("Units of work run at once in separate processes")
 def reproduce(target, list_targets, quick, output, force, data_home, splits, datasets, n_jobs):
     """Re-run a paper's experiment and print our numbers next to the paper's.
 
@@ -350,7 +345,7 @@ def reproduce(target, list_targets, quick, output, force, data_home, splits, dat
             f"unknown target {target!r}; valid targets: {', '.join(rep.TARGETS)}."
         )
     term.check_output(output, force, term.inputs(data_home=data_home))
-    _check_jobs(n_jobs)
+    term.check_jobs(n_jobs)
     info = rep.TARGETS[target]
     try:
         jobs, unavailable = rep.plan(

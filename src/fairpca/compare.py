@@ -14,6 +14,7 @@ rather than silently dropped.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -40,8 +41,9 @@ from fairpca._reports import (
 )
 from fairpca._validation import check_n_components
 from fairpca.datasets._split import MIN_GROUP_ROWS, Split, make_split
-from fairpca.metrics import report
+from fairpca.metrics import mmd_bandwidth, report
 from fairpca.metrics._classifier import downstream_baselines
+from fairpca.metrics._projection import _resolve_projection, is_linear_projection
 from fairpca.metrics._registry import METRICS, row_flags
 
 if TYPE_CHECKING:
@@ -138,6 +140,7 @@ class Comparison:
         source: str | None = None,
         force: bool = False,
         progress: Callable[[str], object] | None = None,
+        by_d: bool = True,
     ) -> list[str]:
         """Write the comparison's report into the folder ``path``, which appears whole.
 
@@ -146,9 +149,10 @@ class Comparison:
         (one self-contained file), ``group_errors_by_d.csv``,
         ``group_losses.csv`` and the PNG plots (trade-off, per-group error at d
         and against d, biplot, communality). The methods are refitted at other
-        d for the plot against d. Everything is written in a staging folder
-        beside ``path`` and renamed into place once complete; ``path`` is locked
-        meanwhile.
+        d for the plot against d (unless ``by_d`` is False: then no refit, no
+        ``group_errors_by_d`` file, and the report says so). Everything is
+        written in a staging folder beside ``path`` and renamed into place once
+        complete; ``path`` is locked meanwhile.
 
         Parameters
         ----------
@@ -160,6 +164,8 @@ class Comparison:
             Replace a non-empty ``path`` (all of it, once the new one is complete).
         progress : callable, default=None
             Called with a line per refit.
+        by_d : bool, default=True
+            Refit at other d for the per-group error against d.
 
         Returns
         -------
@@ -176,7 +182,7 @@ class Comparison:
             Writing failed; ``path`` is left as it was.
         """
         return _reports.write_comparison_report(
-            self, path, source=source, force=force, progress=progress
+            self, path, source=source, force=force, progress=progress, by_d=by_d
         )
 
 
@@ -210,6 +216,43 @@ def _binary_or_none(split, progress):
             "which need two, are left out"
         )
     return None
+
+
+def _metric_table(split, fitted, y_test, random_state, progress):
+    """:func:`fairpca.metrics.report` of the fitted methods, with a progress line per method.
+
+    Without ``progress``, one call. With it, one call per method, each with the
+    MMD bandwidth the single call would use (from the first linear
+    projection's d), so that the table is the same.
+    """
+    if progress is None:
+        return report(split.X_test, split.s_test, fitted, y=y_test, random_state=random_state)
+    import pandas as pd
+
+    linear = [est for est in fitted.values() if is_linear_projection(est)]
+    if linear:
+        first_d = _resolve_projection(linear[0])[3]
+    else:
+        widths = [fitted_columns(est, split.X_test) for est in fitted.values()]
+        first_d = min(*widths, split.X_test.shape[1])
+    bandwidth = mmd_bandwidth(split.X_test, first_d, random_state=random_state)
+    rows = []
+    for i, (name, est) in enumerate(fitted.items(), start=1):
+        step = f"[metrics {i}/{len(fitted)}] {name}"
+        progress(f"{step} computing the metrics on the held-out rows ...")
+        start = time.perf_counter()
+        rows.append(
+            report(
+                split.X_test,
+                split.s_test,
+                {name: est},
+                y=y_test,
+                bandwidth=bandwidth,
+                random_state=random_state,
+            )
+        )
+        progress(f"{step} done in {time.perf_counter() - start:.2f} s")
+    return pd.concat(rows)
 
 
 def compare_split(
@@ -253,7 +296,7 @@ def compare_split(
     fitted = {name: o.estimator for name, o in outcomes.items() if o.status == "fitted"}
     y_test = _binary_or_none(split, progress)
     if fitted:
-        table = report(split.X_test, split.s_test, fitted, y=y_test, random_state=random_state)
+        table = _metric_table(split, fitted, y_test, random_state, progress)
     else:  # every method failed: the outcomes say why
         import pandas as pd
 
