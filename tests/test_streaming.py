@@ -275,6 +275,31 @@ def test_convergence_warning_and_flag(small):
     assert all("more iterations would reach tol" in m for m in messages)
 
 
+def test_iteration_counts_are_words_not_a_tuple(small, caplog):
+    """Issue 47: "stopped after (3, 200) power iterations" printed ``n_iter_``'s tuple."""
+    import logging
+    import re
+
+    from fairpca.streaming import iterations_text
+
+    assert iterations_text((3, 200)) == (
+        "3 power iterations on the covariance differences, 200 on the projected covariance"
+    )
+    assert iterations_text((1, 4)).startswith("1 power iteration on ")
+    assert iterations_text((0, 0)) == "no power iterations"
+    X, s = small
+    with warnings.catch_warnings(record=True) as caught, caplog.at_level(logging.DEBUG):
+        warnings.simplefilter("always")
+        est = StreamingFairPCA(2, unfair_rank=3, max_iter=2, random_state=0).fit(
+            X, sensitive_features=s
+        )
+    texts = [str(w.message) for w in caught] + [r.getMessage() for r in caplog.records]
+    assert not [t for t in texts if re.search(r"\(\d+, \d+\)", t)]
+    assert any(iterations_text(est.n_iter_) in t for t in texts)
+    stops = [t for t in texts if "stopped after" in t]
+    assert stops and all(re.search(r"stopped after \d+ power iterations", t) for t in stops)
+
+
 # --------------------------------------------------------------------------- small eigengaps
 def compas_like(n=3000, p=15, duplicates=2, ratio=0.97, seed=0):
     """Rows like COMPAS's standardised numeric columns, with a known hard structure.

@@ -64,6 +64,22 @@ logger = logging.getLogger(__name__)
 EXACT_MAX_FEATURES = 5000
 
 
+def iterations_text(n_iter):
+    """``n_iter_`` (phase 1, phase 2) in words, e.g. for a message.
+
+    ``(3, 200)`` is "3 power iterations on the covariance differences, 200 on
+    the projected covariance"; ``(0, 0)`` (solved exactly) "no power iterations".
+    """
+    unfair, pca = (int(n) for n in n_iter)
+    if unfair == pca == 0:
+        return "no power iterations"
+    plural = "" if unfair == 1 else "s"
+    return (
+        f"{unfair} power iteration{plural} on the covariance differences, "
+        f"{pca} on the projected covariance"
+    )
+
+
 class _Progress:
     """INFO lines on a long fit: one per phase, and one per iteration at most every second.
 
@@ -501,8 +517,9 @@ class StreamingFairPCA(
             )
         logger.log(
             logging.INFO if self.verbose else logging.DEBUG,
-            "unfair subspace of rank %d; %d passes over the data",
+            "unfair subspace of rank %d; %s; %d passes over the data",
             N.shape[1],
+            iterations_text(n_iter),
             blocks.n_passes,
         )
         scale = blocks.scale
