@@ -33,7 +33,8 @@ def test_tradeoff_plot_is_labelled(table):
     (ax,) = fig.axes
     assert ax.get_xlabel().startswith("mmd2") and "explained_variance_ratio" in ax.get_ylabel()
     labels = ax.get_legend_handles_labels()[1]
-    assert labels == ["PCA", "Fair", "Dominated", "Pareto front"]
+    assert labels == ["1  PCA", "2  Fair", "3  Dominated", "Pareto front"]
+    assert sorted(t.get_text() for t in ax.texts) == ["1", "2", "3"]
     front_line = [line for line in ax.get_lines() if line.get_label() == "Pareto front"][0]
     np.testing.assert_allclose(front_line.get_xdata(), [0.02, 0.1])  # "Dominated" is off it
     with pytest.raises(ValueError, match="none of fairness_columns"):
@@ -91,13 +92,15 @@ def test_biplot_and_communality():
     fig = plot_communality(models, X, s)
     (ax,) = fig.axes
     stacked = {}
-    for patch in ax.patches:
-        stacked[round(patch.get_x() + patch.get_width() / 2)] = patch.get_y() + patch.get_height()
+    for patch in ax.patches:  # two groups: bars at j - 0.2 (group 0) and j + 0.2
+        key = round(patch.get_y() + patch.get_height() / 2, 6)
+        stacked[key] = max(stacked.get(key, 0.0), patch.get_x() + patch.get_width())
     for j, model in enumerate(models.values()):
         scores = model.transform(X)
         expected = sum(np.corrcoef(scores[:, k], s == 0)[0, 1] ** 2 for k in range(scores.shape[1]))
-        assert stacked[j] == pytest.approx(expected)
-    assert "communality" in ax.get_ylabel()
+        assert stacked[round(j - 0.2, 6)] == pytest.approx(expected)
+        assert stacked[round(j + 0.2, 6)] == pytest.approx(expected)  # the complement
+    assert "communality" in ax.get_xlabel()
 
 
 def test_group_errors_by_d_plot():
@@ -226,7 +229,8 @@ def test_tradeoff_leaves_out_and_names_methods_without_quality():
     (ax,) = fig.axes
     assert "not shown" in fig._suptitle.get_text() and "LinearErasure" in fig._suptitle.get_text()
     labels = ax.get_legend_handles_labels()[1]
-    assert "LinearErasure" not in labels and {"PCA", "Fair"} <= set(labels)
+    assert not any("LinearErasure" in label for label in labels)
+    assert {"1  PCA", "2  Fair"} <= set(labels)
 
 
 def test_tradeoff_curve_plot_has_intervals_and_frontier():
@@ -278,3 +282,164 @@ def test_biplot_draws_the_largest_feature_loadings_with_their_names():
     labelled = {t.get_text() for t in fig.axes[0].texts if t.get_text()}  # arrows have none
     top = {names[j] for j in np.argsort(-np.linalg.norm(expected, axis=1))[:2]}
     assert labelled == top
+
+
+def _text_boxes(fig):
+    """Window extents of every shown title, axis label, tick label, point label and legend."""
+    from fairpca.plotting import _renderer
+
+    renderer = _renderer(fig)
+    boxes = []
+
+    def add(artist, what):
+        if artist is not None and artist.get_visible():
+            if hasattr(artist, "get_text") and not artist.get_text().strip():
+                return
+            boxes.append((what, artist.get_window_extent(renderer)))
+
+    add(fig._suptitle, "suptitle")
+    for legend in fig.legends:
+        add(legend, "legend")
+    for ax in fig.axes:
+        if not ax.get_visible():
+            continue
+        add(ax.title, "title")
+        add(ax.xaxis.label, "xlabel")
+        add(ax.yaxis.label, "ylabel")
+        add(ax.get_legend(), "legend")
+        for axis, shown in ((ax.xaxis, ax.get_xlim()), (ax.yaxis, ax.get_ylim())):
+            low, high = sorted(shown)
+            for tick in axis.get_major_ticks():
+                if low <= tick.get_loc() <= high:
+                    add(tick.label1, "tick")
+        for text in ax.texts:
+            add(text, f"point {text.get_text()}")
+    return boxes
+
+
+def _assert_nothing_overlaps(fig):
+    boxes = _text_boxes(fig)
+    page = fig.bbox
+    for what, box in boxes:
+        assert page.x0 - 1 <= box.x0 and box.x1 <= page.x1 + 1, (what, box, page)
+        assert page.y0 - 1 <= box.y0 and box.y1 <= page.y1 + 1, (what, box, page)
+    for i, (what, box) in enumerate(boxes):
+        for other, other_box in boxes[i + 1 :]:
+            assert not box.overlaps(other_box), (what, other, box, other_box)
+    return boxes
+
+
+def _crowded_table(n_methods=10, n_groups=6):
+    rng = np.random.default_rng(0)
+    names = ["PCA", "MeanMatchingFairPCA", "MinMaxLossFairPCA", "ConvexFairPCA"]
+    names += ["RobustFairPCA", "ParetoFairPCA", "MMDFairPCA", "StreamingFairPCA"]
+    names += ["LinearErasure", "QuadraticErasure"]
+    table = pd.DataFrame(index=names[:n_methods])
+    # Three methods at one point (identical projections), the rest close together.
+    table["explained_variance_ratio"] = np.r_[[0.4] * 3, 0.39 + 0.01 * rng.random(n_methods - 3)]
+    table["demographic_parity_difference"] = np.r_[
+        [0.2] * 3, 0.19 + 0.02 * rng.random(n_methods - 3)
+    ]
+    table["mmd2"] = np.r_[[0.1] * 3, 0.09 + 0.02 * rng.random(n_methods - 3)]
+    for g in range(n_groups):
+        table[f"reconstruction_error[a long group name {g}]"] = 1 + rng.random(n_methods)
+    return table
+
+
+def test_tradeoff_plot_numbers_every_point_without_overlaps():
+    table = _crowded_table()
+    fig = plot_tradeoff(table, ["demographic_parity_difference", "mmd2"])
+    boxes = _assert_nothing_overlaps(fig)
+    for ax in fig.axes:
+        assert sorted(int(t.get_text()) for t in ax.texts) == list(range(1, 11))
+    labels = fig.legends[0].get_texts()
+    assert [t.get_text() for t in labels][:3] == [
+        "1  PCA",
+        "2  MeanMatchingFairPCA",
+        "3  MinMaxLossFairPCA",
+    ]
+    assert sum(what == "legend" for what, _ in boxes) == 1
+
+
+def test_group_errors_legend_is_beside_the_bars():
+    fig = plot_group_errors(_crowded_table())
+    _assert_nothing_overlaps(fig)
+    (ax,) = fig.axes
+    (legend,) = fig.legends
+    renderer = fig.canvas.get_renderer()
+    assert legend.get_window_extent(renderer).x0 >= ax.get_window_extent(renderer).x1
+
+
+def test_communality_shows_every_group_without_overlaps():
+    from sklearn.decomposition import PCA
+
+    rng = np.random.default_rng(3)
+    s = np.repeat(["a", "b", "c", "d", "e", "f"], 40)
+    X = rng.normal(size=(240, 5)) + (s == "c")[:, None] * [2.0, 0, 0, 0, 0]
+    models = {"PCA": PCA(2).fit(X), "MeanMatchingFairPCA": PCA(3).fit(X)}
+    fig = plot_communality(models, X, s)
+    _assert_nothing_overlaps(fig)
+    (ax,) = fig.axes
+    (legend,) = fig.legends
+    assert [t.get_text() for t in legend.get_texts()] == [f"group {g}" for g in "abcdef"]
+    colours = {tuple(p.get_facecolor()) for p in ax.patches}
+    assert len(colours) == 6  # one bar set per group
+    # Each (method, group) bar's length is the group's communality.
+    ends = {}
+    for patch in ax.patches:
+        key = round(patch.get_y() + patch.get_height() / 2, 6)
+        ends[key] = max(ends.get(key, 0.0), patch.get_x() + patch.get_width())
+    assert len(ends) == 2 * 6
+    for j, model in enumerate(models.values()):
+        scores = model.transform(X)
+        for i, g in enumerate("abcdef"):
+            y = round(j + (i - 2.5) * 0.8 / 6, 6)
+            expected = sum(
+                np.corrcoef(scores[:, k], s == g)[0, 1] ** 2 for k in range(scores.shape[1])
+            )
+            assert ends[y] == pytest.approx(expected)
+
+
+def test_group_errors_by_d_legend_is_outside():
+    rows = [
+        {"method": m, "d": d, "group": g, "error": 1.0 / d + (g == "b")}
+        for m in ("PCA", "Fair", "Other", "Fourth")
+        for d in (1, 2, 3)
+        for g in ("a", "b", "c")
+    ]
+    fig = plot_group_errors_by_d(pd.DataFrame(rows))
+    _assert_nothing_overlaps(fig)
+    assert len(fig.legends) == 1 and all(ax.get_legend() is None for ax in fig.axes)
+
+
+def test_tradeoff_curve_names_every_point_without_overlaps():
+    from fairpca._curve import QUALITY
+
+    rows = []
+    settings = [("PCA", "")] + [("MeanMatchingFairPCA", f"mean_penalty={p}") for p in (0, 1, 10)]
+    settings += [("ParetoFairPCA", f"disparity_ratio={r}") for r in (1, 2, 4, 8)]
+    for i, (method, setting) in enumerate(settings):
+        # The first two and the Pareto ratio 1 at PCA's point, as in the README's example.
+        same = method == "PCA" or setting in ("mean_penalty=0", "disparity_ratio=1")
+        dp = 0.2095 if same else 0.2 - 0.01 * i
+        q = 0.4 if same else 0.39 - 0.004 * i
+        rows.append(
+            {
+                "method": method,
+                "setting": setting,
+                "demographic_parity_difference": dp,
+                "demographic_parity_difference_low": dp - 0.05,
+                "demographic_parity_difference_high": dp + 0.05,
+                QUALITY: q,
+                f"{QUALITY}_low": q - 0.01,
+                f"{QUALITY}_high": q + 0.01,
+            }
+        )
+    curve = pd.DataFrame(rows)
+    curve.attrs.update(metrics=["demographic_parity_difference"], confidence=0.95)
+    fig = plot_tradeoff_curve(curve)
+    _assert_nothing_overlaps(fig)
+    (ax,) = fig.axes
+    assert sorted(int(t.get_text()) for t in ax.texts) == list(range(1, len(settings) + 1))
+    key = [t.get_text() for t in fig.legends[1].get_texts()]
+    assert key[0] == "1  PCA" and key[2] == "3  MeanMatchingFairPCA mean_penalty=1"

@@ -43,6 +43,107 @@ def _figure(**kwargs):
     return Figure(**kwargs)
 
 
+def _renderer(figure):
+    """A renderer of ``figure`` with its layout done (an Agg canvas if it has none)."""
+    if not hasattr(figure.canvas, "get_renderer"):
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+        FigureCanvasAgg(figure)
+    figure.draw_without_rendering()
+    return figure.canvas.get_renderer()
+
+
+#: Where a point's label may go, tried in order: the directions (in points, and the
+#: alignment that keeps the text on that side of the point), at growing distances.
+_DIRECTIONS = (
+    (1, 0, "left", "center"),
+    (0, 1, "center", "bottom"),
+    (-1, 0, "right", "center"),
+    (0, -1, "center", "top"),
+    (1, 1, "left", "bottom"),
+    (-1, 1, "right", "bottom"),
+    (1, -1, "left", "top"),
+    (-1, -1, "right", "top"),
+)
+_DISTANCES = (7, 12, 18, 25, 33, 42)
+#: Half the side of the square around each marker that no label may cover, in points.
+_MARKER_HALF = 4.5
+
+
+def _label_points(ax, xs, ys, labels, fontsize="small"):
+    """Write ``labels[i]`` beside the point ``(xs[i], ys[i])``, none over another.
+
+    Each label takes the first place (right, above, left, below, the diagonals, then
+    the same further away) where it stays inside the axes and meets no marker and no
+    label already placed; a label with no free place goes to the first. The labels are left out of
+    the layout (placed after it, they cannot move it).
+
+    Returns
+    -------
+    texts : list of matplotlib.text.Annotation
+    """
+    figure = ax.figure
+    renderer = _renderer(figure)
+    inside = ax.get_window_extent(renderer)
+    from matplotlib.transforms import Bbox
+
+    half = _MARKER_HALF * figure.dpi / 72
+    finite = np.isfinite(xs) & np.isfinite(ys)
+    centres = ax.transData.transform(np.column_stack([xs, ys])[finite])
+    placed = [Bbox([[cx - half, cy - half], [cx + half, cy + half]]) for cx, cy in centres]
+    texts = []
+    for x, y, label in zip(xs, ys, labels, strict=True):
+        if not (np.isfinite(x) and np.isfinite(y)):
+            continue
+        text = ax.annotate(
+            label, (x, y), xytext=(0, 0), textcoords="offset points", fontsize=fontsize
+        )
+        text.set_in_layout(False)
+        chosen = None
+        for distance in _DISTANCES:
+            for dx, dy, ha, va in _DIRECTIONS:
+                text.xyann = (dx * distance, dy * distance)
+                text.set_horizontalalignment(ha)
+                text.set_verticalalignment(va)
+                box = text.get_window_extent(renderer)
+                fits = (
+                    box.x0 >= inside.x0
+                    and box.x1 <= inside.x1
+                    and box.y0 >= inside.y0
+                    and box.y1 <= inside.y1
+                )
+                if fits and not any(box.overlaps(other) for other in placed):
+                    chosen = (dx * distance, dy * distance, ha, va)
+                    break
+            if chosen:
+                break
+        dx, dy, ha, va = chosen or (_DISTANCES[0], 0, "left", "center")
+        text.xyann = (dx, dy)
+        text.set_horizontalalignment(ha)
+        text.set_verticalalignment(va)
+        placed.append(text.get_window_extent(renderer))
+        texts.append(text)
+    return texts
+
+
+def _key_legend(figure, labels, *, loc="outside lower center", ncols=1):
+    """A legend of numbered labels ("1  PCA") without marks: the key of the numbers."""
+    from matplotlib.lines import Line2D
+
+    handles = [Line2D([], [], ls="", marker="") for _ in labels]
+    return figure.legend(
+        handles,
+        labels,
+        loc=loc,
+        ncols=ncols,
+        fontsize="small",
+        handlelength=0,
+        handletextpad=0,
+        title="points",
+        title_fontsize="small",
+    )
+
+
 def plot_tradeoff(
     table: pd.DataFrame,
     fairness_columns: Sequence[str],
@@ -71,10 +172,11 @@ def plot_tradeoff(
     # Methods without the quality measure (e.g. no reconstruction) cannot be placed.
     missing = table.index[table[quality_column].isna()]
     table = table.drop(index=missing)
-    fig = _figure(figsize=(4.8 * len(columns) + 2.2, 4.2), layout="constrained")
+    fig = _figure(figsize=(4.8 * len(columns) + 2.8, 4.4), layout="constrained")
     axes = fig.subplots(1, len(columns), squeeze=False)
     quality = table[quality_column].to_numpy(dtype=float)
     markers = "osD^vP*Xh<>"
+    numbers = [str(i + 1) for i in range(len(table.index))]
     for ax, column in zip(axes[0], columns, strict=True):
         unfairness = table[column].to_numpy(dtype=float)
         for i, name in enumerate(table.index):
@@ -83,15 +185,7 @@ def plot_tradeoff(
                 quality[i],
                 marker=markers[i % len(markers)],
                 s=60,
-                label=plot_text(name),
-            )
-            # A name beside each marker: methods at the same point stay identifiable.
-            ax.annotate(
-                plot_text(name),
-                (unfairness[i], quality[i]),
-                xytext=(4, 4 + 7 * (i % 3)),
-                textcoords="offset points",
-                fontsize="x-small",
+                label=f"{numbers[i]}  {plot_text(name)}",
             )
         front = frontier_mask(quality, unfairness)
         order = np.argsort(unfairness[front])
@@ -101,13 +195,18 @@ def plot_tradeoff(
         )
         ax.set_xlabel(f"{column} (lower is fairer)")
         ax.set_ylabel(f"{quality_column} (fraction)")
+        ax.locator_params(axis="x", nbins=5)
+        ax.margins(0.15)
         ax.grid(alpha=0.3)
     handles, labels = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside right upper", fontsize="small")
-    title = "Quality against fairness, one marker per method"
+    # The legend names every numbered point: methods at one place stay identifiable.
+    fig.legend(handles, labels, loc="outside right center", fontsize="small")
+    title = "Quality against fairness, one numbered marker per method"
     if len(missing):
         title += f"\n(not shown, no {quality_column}: {', '.join(map(plot_text, missing))})"
     fig.suptitle(title)
+    for ax, column in zip(axes[0], columns, strict=True):
+        _label_points(ax, table[column].to_numpy(dtype=float), quality, numbers)
     return fig
 
 
@@ -136,7 +235,18 @@ def plot_tradeoff_curve(curve: pd.DataFrame, metrics: Sequence[str] | None = Non
     if not metrics or missing:
         raise ValueError(f"metrics {missing or metrics} are not columns of the curve.")
     curve = curve[curve[QUALITY].notna()]
-    fig = _figure(figsize=(5.2 * len(metrics), 4.6), layout="constrained")
+    names = [
+        plot_text(f"{method} {setting}".strip() if setting == setting else str(method))
+        for method, setting in zip(
+            curve["method"], curve.get("setting", [""] * len(curve)), strict=True
+        )
+    ]
+    numbers = [str(i + 1) for i in range(len(curve))]
+    ncols = max(1, min(len(metrics) + 1, 4))
+    key_rows = -(-len(names) // ncols)
+    fig = _figure(
+        figsize=(5.2 * len(metrics) + 2.4, 4.8 + 0.2 * key_rows + 0.4), layout="constrained"
+    )
     axes = fig.subplots(1, len(metrics), squeeze=False)[0]
     markers = "osD^vP*Xh<>"
     quality = curve[QUALITY].to_numpy(dtype=float)
@@ -158,14 +268,20 @@ def plot_tradeoff_curve(curve: pd.DataFrame, metrics: Sequence[str] | None = Non
         ax.scatter(cost[front], quality[front], s=160, facecolors="none", edgecolors="k")
         ax.set_xlabel(f"{metric} (held out; lower is fairer)")
         ax.set_ylabel(f"{QUALITY} (held out)")
+        ax.locator_params(axis="x", nbins=5)
+        ax.margins(0.12)
         ax.grid(alpha=0.3)
     handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside right upper", fontsize="small")
+    fig.legend(handles, labels, loc="outside right center", fontsize="small")
+    # Every point is numbered on the panels; the key below names its method and setting.
+    _key_legend(fig, [f"{n}  {name}" for n, name in zip(numbers, names, strict=True)], ncols=ncols)
     level = curve.attrs.get("confidence")
     fig.suptitle(
         "Fairness against retained variance"
         + (f", {level:.0%} bootstrap intervals" if level else "")
     )
+    for ax, metric in zip(axes, metrics, strict=True):
+        _label_points(ax, curve[metric].to_numpy(dtype=float), quality, numbers)
     return fig
 
 
@@ -190,7 +306,7 @@ def plot_group_errors(table: pd.DataFrame, prefix: str = "reconstruction_error["
     n_methods = len(table.index)
     width = 0.8 / n_methods
     x = np.arange(len(columns))
-    fig = _figure(figsize=(max(5.0, 1.6 * len(columns) + 2), 4.2), layout="tight")
+    fig = _figure(figsize=(max(5.0, 1.6 * len(columns) + 2) + 2.4, 4.2), layout="constrained")
     ax = fig.subplots()
     for i, name in enumerate(table.index):
         ax.bar(
@@ -203,7 +319,8 @@ def plot_group_errors(table: pd.DataFrame, prefix: str = "reconstruction_error["
     ax.set_xlabel("group")
     ax.set_ylabel("mean squared reconstruction error")
     ax.set_title("Reconstruction error of each group")
-    ax.legend(fontsize="small")
+    # Beside the axes, never over a bar.
+    fig.legend(loc="outside right upper", fontsize="small")
     ax.grid(axis="y", alpha=0.3)
     return fig
 
@@ -242,7 +359,8 @@ def plot_group_errors_by_d(table: pd.DataFrame) -> Figure:
         ax.set_ylabel("mean squared reconstruction error")
     for ax in axes.flat[len(methods) :]:
         ax.set_visible(False)
-    axes.flat[0].legend(fontsize="small")
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside right center", fontsize="small")
     fig.suptitle("Reconstruction error of each group against d (held-out rows)")
     return fig
 
@@ -415,9 +533,12 @@ def plot_communality(
 ) -> Figure:
     """Communality of the protected attribute: how much of it each projection carries.
 
-    Stacked bars per method: the squared correlation loading of the first
-    group's indicator on each component (see :func:`protected_loadings`); with
-    two groups both indicators give the same bars.
+    One bar per (method, group), horizontal, a colour per group: the squared
+    correlation loadings of the group's indicator on the components (see
+    :func:`protected_loadings`), stacked component by component (white lines
+    between them), so the bar's length is the share of the indicator's variance
+    the projection carries. Every group is shown (with two groups both bars
+    are equal: one indicator is the other's complement).
 
     Parameters
     ----------
@@ -431,27 +552,49 @@ def plot_communality(
     fig : matplotlib.figure.Figure
     """
     names = list(projections)
-    fig = _figure(figsize=(max(5.5, 1.1 * len(names) + 2.5), 4.2), layout="constrained")
+    loadings = {}
+    groups = np.unique(np.asarray(sensitive_features))
+    for name in names:
+        groups, loadings[name] = protected_loadings(
+            projections[name].transform(X), sensitive_features
+        )
+    n_groups = len(groups)
+    height = 0.8 / max(n_groups, 1)
+    fig = _figure(
+        figsize=(8.0, max(3.2, 0.09 * n_groups * len(names) + 0.2 * len(names) + 1.4)),
+        layout="constrained",
+    )
     ax = fig.subplots()
-    groups = None
     for j, name in enumerate(names):
-        groups, loadings = protected_loadings(projections[name].transform(X), sensitive_features)
-        bottom = 0.0
-        for k, value in enumerate(loadings[0] ** 2):
-            ax.bar(j, value, bottom=bottom, color=f"C{k % 10}", label=f"component {k + 1}")
-            bottom += value
+        for i in range(n_groups):
+            y = j + (i - (n_groups - 1) / 2) * height
+            left = 0.0
+            for value in loadings[name][i] ** 2:
+                ax.barh(
+                    y,
+                    value,
+                    height=height,
+                    left=left,
+                    color=f"C{i % 10}",
+                    edgecolor="white",
+                    linewidth=0.8,
+                    label=plot_text(f"group {groups[i]}"),
+                )
+                left += value
     handles, labels = ax.get_legend_handles_labels()
     unique = dict(zip(labels, handles, strict=True))
-    fig.legend(unique.values(), unique.keys(), fontsize="small", loc="outside right upper")
-    ax.set_xticks(range(len(names)), list(map(plot_text, names)), rotation=20, ha="right")
-    ax.set_ylabel("communality (sum of squared correlations)")
-    ax.set_title(
-        f"Communality of the indicator of group {plot_text(groups[0])}: how much of the protected "
-        "attribute the components carry (lower is fairer)",
-        fontsize="medium",
-        wrap=True,
+    fig.legend(
+        unique.values(),
+        unique.keys(),
+        fontsize="small",
+        loc="outside right upper",
+        title="group's indicator",
     )
-    ax.grid(axis="y", alpha=0.3)
+    ax.set_yticks(range(len(names)), list(map(plot_text, names)))
+    ax.invert_yaxis()  # the first method on top
+    ax.set_xlabel("communality: sum over components of squared correlations (lower is fairer)")
+    ax.set_title("How much of each group's indicator the components carry", fontsize="medium")
+    ax.grid(axis="x", alpha=0.3)
     return fig
 
 
