@@ -940,3 +940,43 @@ def test_a_metric_added_to_the_registry_appears_in_the_report_with_its_needs(mon
     assert "toy" not in M.report(X, s, projections, random_state=0, cv=3)
     with_y = M.report(X, s, projections, y=y, random_state=0, cv=3)
     assert (with_y["toy"] == 0.25).all()
+
+
+@pytest.mark.parametrize("n_groups", [2, 4])
+def test_resampled_gaps_equal_fairlearns_on_each_resample(n_groups):
+    # The bootstrap's downstream gaps, every resample at once from the resamples' counts,
+    # equal fairlearn's on the resampled rows (a sample of the resamples).
+    import fairlearn.metrics as flm
+
+    from fairpca.metrics._classifier import resampled_prediction_gaps
+
+    rng = np.random.default_rng(n_groups)
+    n = 200
+    codes = np.sort(rng.integers(0, n_groups, n))
+    y = rng.integers(0, 2, n)
+    predicted = (rng.random(n) < 0.2 + 0.15 * codes).astype(int)
+    rows = np.stack(
+        [
+            np.concatenate(
+                [
+                    rng.choice(np.flatnonzero(codes == a), (codes == a).sum())
+                    for a in range(n_groups)
+                ]
+            )
+            for _ in range(12)
+        ]
+    )
+    counts = np.stack([np.bincount(r, minlength=n) for r in rows])
+    gaps = resampled_prediction_gaps(y, predicted, codes, counts)
+    for r in range(0, 12, 3):
+        for metric, values in gaps.items():
+            expected = getattr(flm, metric)(
+                y[rows[r]], predicted[rows[r]], sensitive_features=codes[rows[r]]
+            )
+            assert values[r] == pytest.approx(expected, abs=1e-12), (metric, r)
+    # A resample in which a group has no positive: the rates it needs are undefined.
+    y[codes == 0] = 0
+    gaps = resampled_prediction_gaps(y, predicted, codes, counts)
+    assert np.isnan(gaps["equal_opportunity_difference"]).all()
+    assert np.isnan(gaps["equalized_odds_difference"]).all()
+    assert np.isfinite(gaps["demographic_parity_difference"]).all()

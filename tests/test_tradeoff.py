@@ -443,3 +443,87 @@ def test_curve_flags_near_single_class_undetermined_and_low_variance_settings():
     from fairpca._reports import curve_text
 
     assert "low-variance" in curve_text(curve)
+
+
+def _per_resample_intervals(projection, X, s, metrics, y, predicted, bandwidth, seed, n):
+    """The intervals of the per-resample code: every registry function on each resample."""
+    from fairpca._validation import check_sensitive_features
+    from fairpca.metrics._registry import METRICS, Evaluation
+    from fairpca.tradeoff import _stratified_resamples, _symmetric_interval
+
+    names = ["explained_variance_ratio", *metrics]
+
+    def evaluate(rows):
+        ev = Evaluation(
+            X[rows], s[rows], projection, y=y[rows], predicted=predicted[rows], bandwidth=bandwidth
+        )
+        return {name: METRICS[name].function(ev) for name in names}
+
+    codes = check_sensitive_features(s, len(s), min_groups=2)[1]
+    rng = np.random.default_rng(seed)
+    draws = [evaluate(rows) for rows in _stratified_resamples(codes, n, rng)]
+    estimate = evaluate(np.arange(len(s)))
+    return {
+        name: _symmetric_interval(estimate[name], [d[name] for d in draws], 0.95) for name in names
+    }
+
+
+@pytest.mark.parametrize("as_array", [False, True])
+def test_resampled_metrics_equal_the_per_resample_registry_functions(monkeypatch, as_array):
+    # The bootstrap computes most metrics on every resample at once (count-weighted sums,
+    # one kernel matrix); its intervals are those of the registry's functions evaluated
+    # on each resample's rows, to rounding. Three groups, small blocks and chunks so
+    # that the kernel's off-diagonal blocks and several chunks of resamples are used.
+    import fairpca.tradeoff as tradeoff
+
+    monkeypatch.setattr(tradeoff, "_KERNEL_BLOCK", 17)
+    monkeypatch.setattr(tradeoff, "_COUNT_ENTRIES", 7 * 90)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(90, 5)) + np.repeat([0.0, 0.5, 1.0], 30)[:, None]
+    s = np.repeat(["a", "b", "c"], 30)
+    y = (X[:, 0] + rng.normal(size=90) > 0.5).astype(int)
+    pca = PCA(n_components=2).fit(X[::2])
+    predicted = (pca.transform(X)[:, 0] > 0).astype(int)
+    metrics = list(tradeoff.FAIRNESS_METRICS)
+    projection = pca.components_ if as_array else pca
+    values = bootstrap_metrics(
+        projection,
+        X,
+        s,
+        metrics,
+        y=y,
+        predicted=predicted,
+        bandwidth=1.3,
+        n_bootstrap=25,
+        random_state=4,
+    )
+    expected = _per_resample_intervals(projection, X, s, metrics, y, predicted, 1.3, 4, 25)
+    assert set(values) == set(expected)
+    for name, interval in expected.items():
+        np.testing.assert_allclose(values[name], interval, rtol=1e-9, atol=1e-12, err_msg=name)
+
+
+def test_tiny_curve_has_the_intervals_of_the_per_resample_code(monkeypatch):
+    # The same curve with every metric evaluated resample by resample (the code before
+    # the counts: nothing left to _resampled_metrics) has the same intervals.
+    import fairpca.tradeoff as tradeoff
+
+    X, s, y = make_gaussian_groups(n_samples=200, random_state=3, return_target=True)
+    metrics = ["reconstruction_error_gap", "mmd2", "demographic_parity_difference"]
+    options = {
+        "estimators": {"PCA": PCA(n_components=2), "mean": MeanMatchingFairPCA(n_components=2)},
+        "param_grids": {"mean": {"mean_penalty": [0.0, 1.0]}},
+        "metrics": metrics,
+        "n_bootstrap": 20,
+    }
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        curve = tradeoff_curve(X, s, y, **options)
+        monkeypatch.setattr(tradeoff, "_resampled_metrics", lambda *args: (None, []))
+        looped = tradeoff_curve(X, s, y, **options)
+    columns = [
+        f"{m}{end}" for m in ["explained_variance_ratio", *metrics] for end in ("", "_low", "_high")
+    ]
+    np.testing.assert_allclose(
+        curve[columns].to_numpy(float), looped[columns].to_numpy(float), rtol=1e-9, atol=1e-12
+    )

@@ -26,6 +26,7 @@ absolute value need not: the absolute value biases the resamples upwards).
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import numbers
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -33,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike
+from scipy.spatial.distance import cdist
 
 from fairpca import _reports
 from fairpca._curve import _GROUP_COLUMNS, QUALITY, frontier_mask, group_outcomes
@@ -48,8 +50,19 @@ from fairpca._validation import (
 from fairpca._warnings import warn
 from fairpca.datasets._split import make_split
 from fairpca.metrics import group_reconstruction_error, marginal_loss, mmd_bandwidth
-from fairpca.metrics._classifier import _check_binary_y, held_out_predictions
-from fairpca.metrics._projection import is_linear_projection
+from fairpca.metrics._classifier import (
+    _check_binary_y,
+    held_out_predictions,
+    resampled_prediction_gaps,
+)
+from fairpca.metrics._mmd import _check_bandwidth
+from fairpca.metrics._projection import (
+    _project,
+    _representation,
+    _resolve_projection,
+    _row_errors,
+    is_linear_projection,
+)
 from fairpca.metrics._registry import METRICS, Evaluation, bootstrap_metrics_names, row_flags
 
 if TYPE_CHECKING:
@@ -131,10 +144,129 @@ def _symmetric_interval(estimate, draws, confidence):
     return estimate, low, high
 
 
-def _evaluate(projection, X, s, metrics, bandwidth, y=None, predicted=None):
-    """Held-out quality and fairness of one fitted projection on rows ``X`` (the registry's)."""
+def _evaluate(projection, X, s, names, bandwidth, y=None, predicted=None):
+    """The registry's metrics ``names`` of one fitted projection on rows ``X``."""
     evaluation = Evaluation(X, s, projection, y=y, predicted=predicted, bandwidth=bandwidth)
-    return {name: METRICS[name].function(evaluation) for name in (QUALITY, *metrics)}
+    return {name: METRICS[name].function(evaluation) for name in names}
+
+
+#: Entries of the resamples' count matrix (resamples x rows) held at once.
+_COUNT_ENTRIES = 2**22
+
+#: Rows per side of a block of the kernel matrix (:func:`_resampled_mmd2`).
+_KERNEL_BLOCK = 1024
+
+#: The downstream gaps :func:`resampled_prediction_gaps` computes on every resample at once.
+_RESAMPLED_GAPS = (
+    "demographic_parity_difference",
+    "equal_opportunity_difference",
+    "equalized_odds_difference",
+)
+
+
+def _resample_counts(rows, n_samples):
+    """``(R, n)`` matrix: how many times each resample (a row of ``rows``) takes each row."""
+    n_resamples = rows.shape[0]
+    flat = (np.arange(n_resamples)[:, None] * n_samples + rows).ravel()
+    return np.bincount(flat, minlength=n_resamples * n_samples).reshape(n_resamples, -1)
+
+
+def _onehot(codes):
+    onehot = np.zeros((len(codes), int(codes.max()) + 1))
+    onehot[np.arange(len(codes)), codes] = 1.0
+    return onehot
+
+
+def _resampled_mmd2(Z, codes, counts, bandwidth):
+    """:func:`fairpca.metrics.mmd2` (exact) of the representations ``Z`` on every resample.
+
+    The biased MMD² of groups ``a`` and ``b`` is ``G_aa + G_bb - 2 G_ab`` with
+    ``G_ab = sum_{i in a, j in b} c_i c_j k(z_i, z_j) / (n_a n_b)`` (``c`` the
+    resample's counts of the rows): one kernel matrix, evaluated once in
+    blocks, serves every resample through matrix products.
+    """
+    block = _KERNEL_BLOCK
+    onehot = _onehot(codes)
+    sizes = counts @ onehot
+    gamma = 0.5 / bandwidth**2
+    n_resamples, n = counts.shape
+    n_groups = onehot.shape[1]
+    gram = np.zeros((n_resamples, n_groups, n_groups))
+    for i0 in range(0, n, block):
+        rows_i = slice(i0, min(i0 + block, n))
+        for j0 in range(i0, n, block):
+            rows_j = slice(j0, min(j0 + block, n))
+            K = cdist(Z[rows_i], Z[rows_j], "sqeuclidean")
+            K *= -gamma
+            np.exp(K, out=K)
+            paired = counts[:, rows_j]
+            for a in range(n_groups):
+                weighted = (counts[:, rows_i] * onehot[rows_i, a]) @ K
+                sums = (weighted * paired) @ onehot[rows_j]  # pairs i in a (block i), j in b
+                gram[:, a, :] += sums
+                if j0 != i0:  # the mirrored block: i in b (block j), j in a (block i)
+                    gram[:, :, a] += sums
+    gram /= sizes[:, :, None] * sizes[:, None, :]
+    first, second = np.triu_indices(n_groups, k=1)
+    pairwise = gram[:, first, first] + gram[:, second, second] - 2.0 * gram[:, first, second]
+    return np.maximum(pairwise, 0.0).max(axis=1)
+
+
+def _resampled_metrics(projection, X, codes, names, bandwidth, y, predicted):
+    """Those of ``names`` computed on many resamples at once, as a function of their counts.
+
+    Returns ``(function, computed names)``; ``function(counts)`` gives ``{name:
+    values of shape (R,)}``. A linear projection with its own mean (a fitted
+    estimator: the rows' transformation does not depend on the resample) has
+    its explained variance ratio and reconstruction-error gap computed from
+    count-weighted sums of per-row values; the MMD² from one kernel matrix; the
+    downstream gaps from count-weighted group rates. The others (e.g. the
+    marginal loss, one eigendecomposition per group and resample) are left to
+    the registry's functions on each resample.
+    """
+    fixed_mean = is_linear_projection(projection) and hasattr(projection, "mean_")
+    parts = {}
+    if fixed_mean and QUALITY in names:
+        components, scales, mean, _ = _resolve_projection(projection, X)
+        Z = _project(X, components, np.ones_like(scales), mean)
+        kept, total = (Z**2) @ scales, np.einsum("ij,ij->i", X - mean, X - mean)
+
+        def ratio(counts):
+            totals = counts @ total
+            if np.any(totals == 0):
+                raise ValueError("X has zero variance around the projection's mean.")
+            return (counts @ kept) / totals
+
+        parts[QUALITY] = ratio
+    if fixed_mean and "reconstruction_error_gap" in names:
+        errors = _row_errors(X, *_resolve_projection(projection, X)[:3])
+        onehot = _onehot(codes)
+
+        def gap(counts):
+            means = (counts @ (onehot * errors[:, None])) / (counts @ onehot)
+            return means.max(axis=1) - means.min(axis=1)
+
+        parts["reconstruction_error_gap"] = gap
+    if "mmd2" in names and bandwidth is not None:
+        Z = _representation(projection, X)[0]
+        width = _check_bandwidth(bandwidth)
+        parts["mmd2"] = lambda counts: _resampled_mmd2(Z, codes, counts, width)
+    downstream = [name for name in _RESAMPLED_GAPS if name in names]
+    if downstream and y is not None and predicted is not None:
+
+        def gaps(counts):
+            values = resampled_prediction_gaps(y, predicted, codes, counts)
+            return {name: values[name] for name in downstream}
+
+    def function(counts):
+        counts = counts.astype(float)
+        values = {name: part(counts) for name, part in parts.items()}
+        if downstream and y is not None and predicted is not None:
+            values.update(gaps(counts))
+        return values
+
+    computed = [*parts, *(downstream if y is not None and predicted is not None else [])]
+    return function, computed
 
 
 def bootstrap_metrics(
@@ -218,21 +350,32 @@ def bootstrap_metrics(
     codes = check_sensitive_features(s, X.shape[0], min_groups=2)[1]
     y = None if y is None else np.asarray(y)
     predicted = None if predicted is None else np.asarray(predicted)
-    estimate = _evaluate(projection, X, s, metrics, bandwidth, y, predicted)
+    names = (QUALITY, *metrics)
+    estimate = _evaluate(projection, X, s, names, bandwidth, y, predicted)
     rng = np.random.default_rng(random_state)
     draws = {name: [] for name in estimate}
-    for rows in _stratified_resamples(codes, n_bootstrap, rng):
-        sample = _evaluate(
-            projection,
-            X[rows],
-            s[rows],
-            metrics,
-            bandwidth,
-            None if y is None else y[rows],
-            None if predicted is None else predicted[rows],
-        )
-        for name, value in sample.items():
-            draws[name].append(value)
+    # Most metrics are computed on every resample at once from the resamples' counts of
+    # the rows; the others by their registry function on each resample's rows.
+    resampled, computed = _resampled_metrics(projection, X, codes, names, bandwidth, y, predicted)
+    looped = [name for name in names if name not in computed]
+    resamples = _stratified_resamples(codes, n_bootstrap, rng)
+    per_chunk = max(1, _COUNT_ENTRIES // X.shape[0])
+    while chunk := list(itertools.islice(resamples, per_chunk)):
+        if computed:
+            for name, values in resampled(_resample_counts(np.stack(chunk), X.shape[0])).items():
+                draws[name].extend(values.tolist())
+        for rows in chunk if looped else ():
+            sample = _evaluate(
+                projection,
+                X[rows],
+                s[rows],
+                looped,
+                bandwidth,
+                None if y is None else y[rows],
+                None if predicted is None else predicted[rows],
+            )
+            for name, value in sample.items():
+                draws[name].append(value)
     return {
         name: _symmetric_interval(value, draws[name], confidence)
         for name, value in estimate.items()
