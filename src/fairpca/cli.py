@@ -303,7 +303,8 @@ def tradeoff(metrics, n_bootstrap, n_jobs, output, force, **data_options):
     "--quick", is_flag=True, help="Reduced run (fewer data sets, splits, settings) for CI."
 )
 @_output_options(
-    "Directory for the comparison CSV, the per-split CSV, report.md and a PNG plot.",
+    "Directory for the comparison CSV, the per-split CSV, report.md, report.html (the "
+    "same report as one self-contained page) and a PNG plot.",
     replaced="an existing",
 )
 @click.option(

@@ -107,7 +107,13 @@ FAST_LOOP_TARGET = "vu2022-table1"
 def test_every_target_runs_quick_and_writes_its_report(target, quick_run):
     result, out, _, _ = quick_run(target)
     files = {p.name for p in out.iterdir()}
-    assert files == {f"{target}.csv", f"{target}-details.csv", "report.md", f"{target}.png"}
+    assert files == {
+        f"{target}.csv",
+        f"{target}-details.csv",
+        "report.md",
+        "report.html",
+        f"{target}.png",
+    }
     assert (out / f"{target}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     table = pd.read_csv(out / f"{target}.csv", keep_default_na=False, na_values=[""])
     details = pd.read_csv(out / f"{target}-details.csv")
@@ -118,6 +124,10 @@ def test_every_target_runs_quick_and_writes_its_report(target, quick_run):
     report = (out / "report.md").read_text()
     assert report.startswith("# ") and f"![{target}]({target}.png)" in report
     assert report.count("\n| ") >= len(table)
+    # report.html, as compare and tradeoff write: the same tables, the plot embedded.
+    page = (out / "report.html").read_text()
+    assert page.startswith("<!DOCTYPE html>") and page.count("<tr") >= len(table) + 1
+    assert page.count('src="data:image/png;base64,') == 1
     for row in table.itertuples():
         assert f"| {row.dataset} |" in result.output  # the printed table has every row
         if row.status in ("within", "outside"):
@@ -350,3 +360,25 @@ def test_report_counts_the_ambiguous_splits_of_each_cell():
         ], {}, splits="authors")
     )  # fmt: skip
     assert "Ambiguous splits" not in plain_text
+
+
+def test_reproduction_markdown_as_html_escapes_and_keeps_tables_and_figures():
+    import matplotlib.pyplot as plt
+
+    from fairpca.experiments._engine import markdown_report_html
+
+    figure = plt.figure()
+    markdown = (
+        "# Paper <b>table</b>\n\nRun: `x`, quick mode; 3 s.\n\n"
+        "| data set | method | status |\n|---|---|---|\n"
+        "| <script>alert(1)</script> | PCA | within |\n| adult | MMDFairPCA | outside |\n\n"
+        "## Per split\n\nA & B.\n\n![t](t.png)\n\n![other](missing.png)\n"
+    )
+    page = markdown_report_html(markdown, {"t.png": figure})
+    plt.close(figure)
+    assert "<title>Paper &lt;b&gt;table&lt;/b&gt;</title>" in page
+    assert "<script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "Run: x, quick mode; 3 s." in page and "A &amp; B." in page
+    assert page.count("<tr") == 3 and "MMDFairPCA" in page and "---" not in page
+    assert "<h2>Per split</h2>" in page
+    assert page.count('src="data:image/png;base64,') == 1 and "missing.png" in page

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
+from fairpca import _html, _output
 from fairpca._fitting import fit_methods
 from fairpca._registry import ESTIMATORS
 from fairpca.plotting import plot_reproduction
@@ -48,6 +49,7 @@ __all__ = [
     "estimator",
     "execute",
     "fit_models",
+    "markdown_report_html",
     "printed_half_unit",
     "record",
     "setting_value",
@@ -823,7 +825,11 @@ class Reproductions:
     def write_report(
         self, reproduction: Reproduction, output: str | os.PathLike[str], *, force: bool = False
     ) -> list[str]:
-        """Write ``<target>.csv`` (comparison), ``<target>-details.csv``, ``report.md`` and PNGs.
+        """Write ``<target>.csv``, ``<target>-details.csv``, ``report.md``, ``report.html``, PNGs.
+
+        ``report.html`` is ``report.md`` as one self-contained page (its tables
+        as HTML tables, its plots embedded), as ``fairpca compare`` and
+        ``fairpca tradeoff`` write (:func:`markdown_report_html`).
 
         Parameters
         ----------
@@ -845,8 +851,12 @@ class Reproductions:
         name = reproduction.target
         reproduction.table.to_csv(output / f"{name}.csv", index=False)
         reproduction.details.to_csv(output / f"{name}-details.csv", index=False)
-        (output / "report.md").write_text(self.to_markdown(reproduction))
-        written = [f"{name}.csv", f"{name}-details.csv", "report.md"]
+        markdown = self.to_markdown(reproduction)
+        (output / "report.md").write_text(markdown)
+        _output.write_text(
+            output / "report.html", markdown_report_html(markdown, reproduction.figures)
+        )
+        written = [f"{name}.csv", f"{name}-details.csv", "report.md", "report.html"]
         if reproduction.per_split is not None:
             reproduction.per_split.to_csv(output / f"{name}-per-split.csv", index=False)
             written.append(f"{name}-per-split.csv")
@@ -854,3 +864,73 @@ class Reproductions:
             fig.savefig(output / filename, dpi=120)
             written.append(filename)
         return written
+
+
+def _markdown_cells(line):
+    """The cells of a Markdown table row ``| a | b |``, stripped."""
+    return [cell.strip() for cell in line.strip().strip("|").split("|")]
+
+
+def markdown_report_html(markdown: str, figures: Mapping[str, Any] | None = None) -> str:
+    """A reproduction's Markdown report (:meth:`Reproductions.to_markdown`) as one HTML page.
+
+    Read line by line: the ``# title`` is the page's title, ``## heading`` starts
+    a section, a run of ``| ... |`` lines is a table, ``![alt](file)`` embeds the
+    figure of that file name from ``figures`` (else stays a paragraph), any
+    other line is a paragraph. Every text goes through the HTML report's
+    escaping (:func:`fairpca._html.html_report`).
+
+    Parameters
+    ----------
+    markdown : str
+    figures : dict of str to matplotlib Figure, default=None
+
+    Returns
+    -------
+    document : str
+    """
+    import re
+
+    import pandas as pd
+
+    figures = {} if figures is None else figures
+    title, heading, blocks, sections = "fairpca reproduce", "Results", [], []
+    rows: list[list[str]] = []
+
+    def flush_table():
+        if rows:
+            header, body = rows[0], [r for r in rows[1:] if not set("".join(r)) <= set("-: ")]
+            width = len(header)
+            body = [(r + [""] * width)[:width] for r in body]
+            table = pd.DataFrame(
+                [r[1:] for r in body], index=[r[0] for r in body], columns=header[1:]
+            )
+            table.columns.name = header[0]  # one header row, the first column's name in it
+            blocks.append(table)
+            rows.clear()
+
+    for line in markdown.splitlines():
+        text = line.strip()
+        if text.startswith("|"):
+            rows.append(_markdown_cells(text))
+            continue
+        flush_table()
+        if not text:
+            continue
+        if text.startswith("# "):
+            title = text[2:].strip()
+        elif text.startswith("#"):
+            if blocks:
+                sections.append((heading, blocks))
+            heading, blocks = text.lstrip("#").strip(), []
+        elif (image := re.fullmatch(r"!\[([^\]]*)\]\(([^)]*)\)", text)) and (
+            image.group(2) in figures
+        ):
+            blocks.append(figures[image.group(2)])
+        else:
+            blocks.append(text.replace("`", ""))
+    flush_table()
+    if blocks:
+        sections.append((heading, blocks))
+    facts = {"report": "the same as report.md, with the plots embedded"}
+    return _html.html_report(title, facts, sections)
