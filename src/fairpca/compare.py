@@ -280,7 +280,8 @@ def compare_split(
         stopped and listed in ``Comparison.stopped``. With a budget every fit
         runs in a child process (the estimators come back by pickling).
     progress : callable or None, default=None
-        Called with a one-line message before and after each method's fit.
+        Called with a one-line message before and after each method's fit, and
+        before and after each method's metrics (``"[metrics i/n] name ..."``).
     methods : list of str or None, default=None
         Names of the methods to compare (see :func:`make_methods`); PCA, the
         reference, is always included. None: every method.
