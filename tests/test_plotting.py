@@ -443,3 +443,26 @@ def test_tradeoff_curve_names_every_point_without_overlaps():
     assert sorted(int(t.get_text()) for t in ax.texts) == list(range(1, len(settings) + 1))
     key = [t.get_text() for t in fig.legends[1].get_texts()]
     assert key[0] == "1  PCA" and key[2] == "3  MeanMatchingFairPCA mean_penalty=1"
+
+
+def test_one_panel_figures_keep_their_title_and_legend_inside():
+    from sklearn.decomposition import PCA
+
+    rows = [
+        {"method": "PCA", "d": d, "group": g, "error": 1.0 / d + g}
+        for d in (1, 2, 3)
+        for g in range(8)
+    ]
+    _assert_nothing_overlaps(plot_group_errors_by_d(pd.DataFrame(rows)))
+    rng = np.random.default_rng(5)
+    s = np.repeat([f"group with a long name {g}" for g in range(8)], 25)
+    X = rng.normal(size=(200, 4))
+    fig = plot_protected_biplot({"PCA": PCA(2).fit(X)}, X, s, n_features_shown=0)
+    _assert_nothing_overlaps(fig)
+    # Two panels (their titles under the figure's), two features at one arrow tip.
+    X[:, 1] = X[:, 0] + 0.01 * rng.normal(size=200)
+    models = {"PCA": PCA(2).fit(X), "PCA again": PCA(2).fit(X)}
+    names = ["feature_0", "feature_1", "feature_2", "feature_3"]
+    fig = plot_protected_biplot(models, X, s, feature_names=names)
+    boxes = _assert_nothing_overlaps(fig)
+    assert sum(what == "point feature_1" for what, _ in boxes) == 2

@@ -344,7 +344,8 @@ def plot_group_errors_by_d(table: pd.DataFrame) -> Figure:
     methods = list(dict.fromkeys(table["method"]))
     n_cols = min(3, len(methods))
     n_rows = -(-len(methods) // n_cols)
-    fig = _figure(figsize=(4.2 * n_cols, 3.4 * n_rows), layout="constrained")
+    # Wide enough for the title and the legend beside the panels, even with one panel.
+    fig = _figure(figsize=(max(4.2 * n_cols + 1.8, 7.5), 3.4 * n_rows), layout="constrained")
     axes = fig.subplots(n_rows, n_cols, squeeze=False, sharey=True)
     for ax, method in zip(axes.flat, methods, strict=False):
         part = table[table["method"] == method]
@@ -449,9 +450,16 @@ def plot_protected_biplot(
     names = list(projections)
     n_cols = min(3, len(names))
     n_rows = -(-len(names) // n_cols)
-    fig = _figure(figsize=(4.2 * n_cols, 4.0 * n_rows), layout="constrained")
-    axes = fig.subplots(n_rows, n_cols, squeeze=False)
     groups = np.unique(s)
+    # The legend below: a column per panel (its two explanations are long), and the
+    # figure taller by its rows; wide enough for the title even with one panel.
+    legend_cols = n_cols
+    legend_rows = -(-(len(groups) + 2) // legend_cols)
+    fig = _figure(
+        figsize=(max(4.2 * n_cols, 7.5), 4.0 * n_rows + 0.22 * legend_rows),
+        layout="constrained",
+    )
+    axes = fig.subplots(n_rows, n_cols, squeeze=False)
     panels = {}
     for name in names:
         scores = projections[name].transform(X)
@@ -466,6 +474,7 @@ def plot_protected_biplot(
     # panel keeps the arrows visible and comparable between methods.
     largest = max(np.abs(loadings).max() for _, loadings, _ in panels.values())
     magnify = 1.0 if largest >= 0.5 else float(np.floor(0.8 / max(largest, 1e-3)))
+    feature_labels = {}
     for ax, name in zip(axes.flat, names, strict=False):
         scores, loadings, features = panels[name]
         scale = np.abs(scores[shown]).max()
@@ -476,9 +485,7 @@ def plot_protected_biplot(
                 xytext=(0, 0),
                 arrowprops={"arrowstyle": "->", "lw": 1.0, "color": "0.45", "shrinkA": 0},
             )
-            ax.text(
-                *(1.08 * features[j]), plot_text(feature_names[j]), fontsize="x-small", color="0.3"
-            )
+            feature_labels.setdefault(name, []).append((*features[j], feature_names[j]))
         for g in groups:
             rows = shown[s[shown] == g]
             ax.scatter(scores[rows, 0] / scale, scores[rows, 1] / scale, s=8, alpha=0.35)
@@ -491,7 +498,9 @@ def plot_protected_biplot(
             )
         ax.set_xlim(-1.05, 1.05)
         ax.set_ylim(-1.05, 1.05)
-        ax.set_aspect("equal")
+        # A square box with equal limits: equal scales, and a box the layout can place
+        # (an adjustable aspect let the titles run into the figure's title).
+        ax.set_box_aspect(1)
         ax.axhline(0, color="0.7", lw=0.5)
         ax.axvline(0, color="0.7", lw=0.5)
         ax.set_title(plot_text(name), fontsize="medium")
@@ -512,10 +521,18 @@ def plot_protected_biplot(
     handles.append(
         Line2D([], [], color="k", lw=2.5, label=arrow + (f" (x{magnify:g})" if magnify > 1 else ""))
     )
-    fig.legend(
-        handles=handles, loc="outside lower center", ncols=min(len(handles), 4), fontsize="small"
-    )
+    fig.legend(handles=handles, loc="outside lower center", ncols=legend_cols, fontsize="small")
     fig.suptitle("Biplot: held-out rows and the protected attribute's loadings")
+    # The features' names at their arrows' tips, after the layout, none over another.
+    for ax, name in zip(axes.flat, names, strict=False):
+        tips = feature_labels.get(name, [])
+        if tips:
+            xs, ys, labels = zip(*tips, strict=True)
+            texts = _label_points(
+                ax, np.array(xs), np.array(ys), list(map(plot_text, labels)), fontsize="x-small"
+            )
+            for text in texts:
+                text.set_color("0.3")
     return fig
 
 
