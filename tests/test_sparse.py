@@ -19,6 +19,7 @@ from fairpca import (
     MinMaxLossFairPCA,
     MMDFairPCA,
     ParetoFairPCA,
+    QuadraticErasure,
     RobustFairPCA,
     StreamingFairPCA,
 )
@@ -40,7 +41,11 @@ CASES = {
     "MMDFairPCA": (MMDFairPCA, {"random_state": 0, "max_iter": 20}, False),
 }
 DIRECT = {"MeanMatchingFairPCA"}
-REFUSED = {"StreamingFairPCA": StreamingFairPCA, "FairKernelPCA": FairKernelPCA}
+REFUSED = {
+    "StreamingFairPCA": StreamingFairPCA,
+    "FairKernelPCA": FairKernelPCA,
+    "QuadraticErasure": QuadraticErasure,
+}
 
 
 def _table(n=900, seed=0, n_groups=3):
