@@ -7,7 +7,7 @@ Build the site (warnings are errors) from the repository root with::
 It needs the ``docs`` extra (``pip install -e ".[docs]"``). The gallery in
 ``examples/`` is executed during the build; an example that needs a real data
 set that is not installed is shown without being run (``DATA_EXAMPLES`` in
-``sphinxext/fairpca_sphinx.py``).
+``sphinxext/fairpca_sphinx.py``), under a note that its figures are absent.
 """
 
 from __future__ import annotations
@@ -24,7 +24,12 @@ DOCS = Path(__file__).resolve().parent
 ROOT = DOCS.parent
 sys.path.insert(0, str(DOCS / "sphinxext"))
 
-from fairpca_sphinx import DATA_EXAMPLES  # noqa: E402 (found through the line above)
+from fairpca_sphinx import (  # noqa: E402 (found through the line above)
+    DATA_EXAMPLES,
+    add_no_data_note,
+    viewcode_anchors,
+    viewcode_backlinks,
+)
 
 # The real data sets: $FAIRPCA_DATA, else (as the test suite does) ../shared/data beside
 # the checkout when it exists, else the loaders' default (~/scikit_learn_data/fairpca).
@@ -103,8 +108,15 @@ if _not_run:
         "fairpca docs: the real data for "
         + ", ".join(_not_run)
         + " is not installed (set FAIRPCA_DATA, see the README's data sets table); "
-        "shown without being run."
+        "shown without being run, with a note that the data was not found."
     )
+
+
+def _note_missing_data(app, docname, source):
+    """Say on the page of an example not run for want of its data that its figures are absent."""
+    if docname in {f"auto_examples/{name[:-3]}" for name in _not_run}:
+        source[0] = add_no_data_note(source[0])
+
 
 sphinx_gallery_conf = {
     "examples_dirs": str(ROOT / "examples"),
@@ -228,6 +240,10 @@ def _relabel_citations(app, doctree, docname):
 def setup(app):
     """Register the docstring touches after numpydoc's own processing."""
     app.connect("doctree-resolved", _relabel_citations)
+    app.connect("source-read", _note_missing_data)
+    # Before viewcode's own handler (priority 500) writes the source pages.
+    app.connect("html-collect-pages", viewcode_backlinks, priority=400)
+    app.connect("html-page-context", viewcode_anchors)
     app.connect("autodoc-process-docstring", _escape_shapes, priority=600)
     app.connect("autodoc-process-docstring", _split_bold_around_literals, priority=600)
     app.connect("autodoc-process-docstring", _unlink_sklearn_references, priority=600)

@@ -12,7 +12,7 @@ education) and shows what :class:`~fairpca.MinMaxLossFairPCA` changes.
 
 The data set is not shipped with the package. The example reads it from the
 folder in ``$FAIRPCA_DATA`` (see :func:`fairpca.datasets.load_default_credit`);
-when the file is not there it prints a message and stops.
+when the file is not there it says so and stops: the figures are then absent.
 """
 
 import sys
@@ -27,7 +27,11 @@ from fairpca.metrics import group_reconstruction_error, marginal_loss
 try:
     split = samadi2018("default_credit")
 except FileNotFoundError as exc:
-    print("The Default credit data is not installed: this example stops here.")
+    print(
+        "The data sets were not found when this page was built (set"
+        " FAIRPCA_DATA to the folder that holds them; see the README's data"
+        " sets table): the figures below are absent."
+    )
     print(exc)
     sys.exit(0)
 

@@ -11,10 +11,13 @@ tests.
 import importlib
 import importlib.util
 import inspect
+import os
 import re
 import subprocess
 import sys
+from html.parser import HTMLParser
 from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
 import pytest
 from sklearn.base import BaseEstimator
@@ -30,7 +33,11 @@ API_INDEX = DOCS / "api" / "index.rst"
 
 
 sys.path.insert(0, str(DOCS / "sphinxext"))
-from fairpca_sphinx import DATA_EXAMPLES  # noqa: E402 (the examples that read real data)
+from fairpca_sphinx import (  # noqa: E402 (the examples that read real data)
+    DATA_EXAMPLES,
+    NO_DATA_NOTE,
+    add_no_data_note,
+)
 
 #: Import names of the ``docs`` extra (pyproject.toml).
 DOCS_EXTRA = [
@@ -165,7 +172,9 @@ def test_site_gallery_pages_show_their_figures(site):
         if script.name in DATA_EXAMPLES and missing:
             if REQUIRE_DATA:
                 pytest.fail("FAIRPCA_REQUIRE_DATA=1 but " + missing_data_message(missing))
-            continue  # shown without being run (docs/conf.py)
+            # Shown without being run (docs/conf.py), saying that its figures are absent.
+            assert "were not found when this page was built" in html, script.name
+            continue
         images = re.findall(r'<img [^>]*src="([^"]+)"', html)
         figures = [src for src in images if "sphx_glr_" in src and "thumb" not in src]
         assert figures, f"{script.name}: no figure on its gallery page"
@@ -195,3 +204,95 @@ def test_site_pages_link_the_guide_reproduction_and_references(site):
     assert "sphx_glr_plot_00_what_unfairness_looks_like_001.png" in guide
     # MathJax is served with the site, not from a CDN: the math renders offline.
     assert (site / "_static" / "mathjax" / "tex-chtml.js").is_file()
+
+
+#: What an example that needs real data says when they are absent (script and page).
+NO_DATA_WORDS = "were not found when this page was built"
+
+
+@pytest.mark.parametrize("script", sorted(DATA_EXAMPLES))
+def test_example_without_data_says_its_figures_are_absent(script, tmp_path):
+    # Run as sphinx-gallery would find it without data: FAIRPCA_DATA an empty folder.
+    env = {**os.environ, "FAIRPCA_DATA": str(tmp_path), "MPLBACKEND": "Agg"}
+    result = subprocess.run(
+        [sys.executable, str(EXAMPLES / script)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+        env=env,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert NO_DATA_WORDS in result.stdout
+    assert "FAIRPCA_DATA" in result.stdout
+    assert "figures below are absent" in result.stdout
+
+
+def test_gallery_page_without_data_gets_the_note_under_its_title():
+    source = ".. _sphx_glr_auto_examples_plot_01.py:\n\n\nA title\n=======\n\nText.\n"
+    noted = add_no_data_note(source)
+    assert NO_DATA_WORDS in NO_DATA_NOTE
+    assert noted.index("=======") < noted.index(NO_DATA_WORDS) < noted.index("Text.")
+    assert noted.replace(NO_DATA_NOTE, "").split() == source.split()  # nothing else
+
+
+def test_css_lets_wide_code_scroll_within_the_column():
+    conf = (DOCS / "conf.py").read_text()
+    assert re.search(r'^html_static_path = \["_static"\]$', conf, re.M)
+    css_files = re.search(r"^html_css_files = \[(.*)\]$", conf, re.M)
+    assert css_files and '"fairpca.css"' in css_files.group(1)
+    css = (DOCS / "_static" / "fairpca.css").read_text()
+    rules = dict(re.findall(r"([^{}]+)\{([^{}]*)\}", re.sub(r"/\*.*?\*/", "", css, flags=re.S)))
+    rules = {" ".join(sel.split()): body for sel, body in rules.items()}
+    pre_rules = [body for sel, body in rules.items() if ".bd-article pre" in sel]
+    assert any("overflow-x: auto" in body for body in pre_rules), css
+    # The column itself may shrink below its widest line (a flex item's default).
+    assert any(
+        "bd-article-container" in sel and "min-width: 0" in body for sel, body in rules.items()
+    )
+
+
+class _Anchors(HTMLParser):
+    """The ids of a page and the targets of its links."""
+
+    def __init__(self):
+        super().__init__()
+        self.ids = set()
+        self.hrefs = []
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if attrs.get("id"):
+            self.ids.add(attrs["id"])
+        if tag == "a" and attrs.get("name"):
+            self.ids.add(attrs["name"])
+        if tag == "a" and attrs.get("href"):
+            self.hrefs.append(attrs["href"])
+
+
+def broken_anchors(site):
+    """``(page, href)`` of every link to a ``#fragment`` missing from a page of the site."""
+    pages = {}
+    for path in site.rglob("*.html"):
+        parser = _Anchors()
+        parser.feed(path.read_text(errors="replace"))
+        pages[path.resolve()] = parser
+    broken = []
+    for path, parser in pages.items():
+        for href in parser.hrefs:
+            url = urlsplit(href)
+            if url.scheme or url.netloc or not url.fragment:
+                continue
+            target = (path.parent / unquote(url.path)).resolve() if url.path else path
+            if target in pages and unquote(url.fragment) not in pages[target].ids:
+                broken.append((str(path.relative_to(site.resolve())), href))
+    return broken
+
+
+@pytest.mark.slow
+def test_site_links_have_their_anchors(site):
+    # The source pages' "[docs]" links above all (sphinx.ext.viewcode, fixed in
+    # docs/sphinxext/fairpca_sphinx.py): every #fragment exists on the page linked.
+    broken = broken_anchors(site)
+    assert not broken, "\n".join(f"{page}: {href}" for page, href in broken[:20])
+    assert list((site / "_modules").rglob("*.html")), "no source pages"

@@ -6,6 +6,7 @@ stays picklable (Sphinx caches it between builds).
 
 from __future__ import annotations
 
+import re
 import weakref
 
 #: Gallery examples that read a real data set: file name -> the data-home folders they
@@ -56,3 +57,76 @@ def reset_sklearn(gallery_conf, fname, when=None):
     import sklearn
 
     sklearn.set_config(enable_metadata_routing=False, transform_output="default")
+
+
+def viewcode_backlinks(app, *args):
+    """Point the "[docs]" links of the source pages at pages that have their anchor.
+
+    ``sphinx.ext.viewcode`` keeps, for each source module, one module name (the first
+    under which one of its objects was documented) and, for each object, the last page
+    that documented it; the link is that page plus ``#<module name>.<object>``. An
+    object of ``fairpca.tradeoff`` documented under ``fairpca`` on one page and under
+    ``fairpca.tradeoff`` on another then links to a page without the anchor. Runs
+    before viewcode writes the pages (``html-collect-pages``): each link goes to the
+    page that documents ``<module name>.<object>``, or to the object's own page under
+    another name (the anchor viewcode writes is then replaced in ``html-page-context``).
+    """
+    objects = app.env.get_domain("py").objects
+    fixes = {}
+    for modname, entry in getattr(app.env, "_viewcode_modules", {}).items():
+        if not entry:
+            continue
+        _code, _tags, used, refname = entry
+        for name, docname in list(used.items()):
+            documented = objects.get(f"{refname}.{name}")
+            if documented is not None:
+                used[name] = documented.docname
+                continue
+            # Documented under another module name: that page and its anchor.
+            for object_id, other in objects.items():
+                if object_id.endswith("." + name) and other.docname == docname:
+                    fixes[(modname, name)] = (f"{refname}.{name}", object_id)
+                    break
+    app.env._fairpca_viewcode_fixes = fixes
+    return []
+
+
+def viewcode_anchors(app, pagename, templatename, context, doctree):
+    """Replace the anchors that :func:`viewcode_backlinks` could not make right."""
+    if not pagename.startswith("_modules/") or "body" not in context:
+        return
+    modname = pagename[len("_modules/") :].replace("/", ".")
+    fixes = getattr(app.env, "_fairpca_viewcode_fixes", {})
+    body = context["body"]
+    for (module, name), (wrong, right) in fixes.items():
+        if module == modname:
+            body = body.replace(
+                f'<div class="viewcode-block" id="{name}">\n<a class="viewcode-back" href="',
+                f'<div class="viewcode-block" id="{name}">\n'
+                f'<a class="viewcode-back" data-fix="{wrong}|{right}" href="',
+            )
+    body = re.sub(
+        r'data-fix="([^"|]+)\|([^"]+)" href="([^"#]*)#\1"',
+        r'href="\3#\2"',
+        body,
+    )
+    context["body"] = body
+
+
+#: The note put on the page of an example that was not run for want of its data.
+NO_DATA_NOTE = (
+    ".. note::\n\n"
+    "   The data sets were not found when this page was built (set ``FAIRPCA_DATA``\n"
+    "   to the folder that holds them; see the README's data sets table): the\n"
+    "   example was not run, and the figures and output described below are absent.\n"
+)
+
+
+def add_no_data_note(source):
+    """Put :data:`NO_DATA_NOTE` under the title of a gallery page's reST source."""
+    lines = source.split("\n")
+    for i in range(1, len(lines)):
+        underline = lines[i].strip()
+        if underline and set(underline) == {"="} and lines[i - 1].strip():
+            return "\n".join([*lines[: i + 1], "", NO_DATA_NOTE, *lines[i + 1 :]])
+    return NO_DATA_NOTE + "\n" + source
