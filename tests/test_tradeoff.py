@@ -527,3 +527,66 @@ def test_tiny_curve_has_the_intervals_of_the_per_resample_code(monkeypatch):
     np.testing.assert_allclose(
         curve[columns].to_numpy(float), looped[columns].to_numpy(float), rtol=1e-9, atol=1e-12
     )
+
+
+def test_downstream_baselines_are_reference_rows_of_the_report(tmp_path):
+    from sklearn.base import clone
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import StratifiedKFold, cross_val_predict
+
+    from fairpca import _reports
+    from fairpca.metrics._classifier import BASELINES
+
+    X, s, y = make_gaussian_groups(n_samples=300, random_state=2, return_target=True)
+    y = (X[:, 0] > np.quantile(X[:, 0], 0.7)).astype(int)  # majority rate about 0.7
+    metrics = ["reconstruction_error_gap", "demographic_parity_difference"]
+    curve = tradeoff_curve(
+        X,
+        s,
+        y,
+        estimators={"PCA": PCA(2), "MeanMatchingFairPCA": MeanMatchingFairPCA(n_components=2)},
+        param_grids={"MeanMatchingFairPCA": {"mean_penalty": [0.0, 10.0]}},
+        metrics=metrics,
+        n_bootstrap=20,
+        random_state=0,
+    )
+    # The returned frame keeps only settings; the baselines ride in attrs.
+    assert not set(curve["method"]) & set(BASELINES)
+    baselines = curve.attrs["baselines"]
+    assert set(baselines) == set(BASELINES)
+
+    split = make_split(X, s, y, test_size=0.3, random_state=0)
+    y_test = np.asarray(split.y_test)
+    majority = max(y_test.mean(), 1 - y_test.mean())
+    assert baselines[BASELINES[0]]["accuracy"] == pytest.approx(majority)
+    assert baselines[BASELINES[0]]["demographic_parity_difference"] == pytest.approx(0.0)
+    folds = StratifiedKFold(5, shuffle=True, random_state=0)
+    direct = cross_val_predict(
+        clone(LogisticRegression(max_iter=1000)), split.X_test, y_test, cv=folds
+    )
+    assert baselines[BASELINES[1]]["accuracy"] == pytest.approx(np.mean(direct == y_test))
+
+    table = _reports.curve_table(curve)
+    rows = table[table["status"] == "baseline"]
+    assert list(rows.index) == [(name, "") for name in BASELINES]
+    assert not rows["on_frontier"].astype(bool).any()
+    assert (rows["note"] == _reports.BASELINE_NOTE).all()
+    assert "baseline: majority class" in _reports.curve_text(curve)
+
+    settings = [repr(est) for est in curve["estimator"]]
+    for limit in (0.0, 0.05, 1.0, 10.0):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                chosen = select(curve, {"demographic_parity_difference": limit}, bound="estimate")
+            except ValueError:
+                continue
+        assert repr(chosen) in settings  # a setting's estimator, never a baseline
+
+    _reports.write_tradeoff_files(curve, tmp_path, source="synthetic")
+    written = pd.read_csv(tmp_path / "tradeoff.csv")
+    assert set(BASELINES) <= set(written["method"])
+    assert not written.loc[written["method"].isin(BASELINES), "on_frontier"].astype(bool).any()
+    html = (tmp_path / "report.html").read_text()
+    assert "baseline: majority class" in html and "baseline: all features" in html
+    assert _reports.BASELINE_NOTE in html

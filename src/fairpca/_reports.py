@@ -220,22 +220,59 @@ def unfinished(outcomes):
     )
 
 
+#: The note on a trade-off table's baseline rows.
+BASELINE_NOTE = "reference for the downstream columns, not a representation"
+
+
 def curve_table(curve):
-    """The curve without its estimator objects, one row per setting."""
-    return curve.drop(columns=["estimator"]).set_index(["method", "setting"])
+    """The curve without its estimator objects, one row per setting.
+
+    With downstream metrics, the baselines of ``curve.attrs["baselines"]``
+    (majority class, the classifier on all features) follow as rows of
+    ``status`` ``"baseline"`` and an empty setting, never on the frontier.
+    """
+    import pandas as pd
+
+    table = curve.drop(columns=["estimator"]).set_index(["method", "setting"])
+    baselines = curve.attrs.get("baselines")
+    if baselines is None or not len(baselines) or not len(table):
+        return table
+    table = table.assign(status="setting", note="")
+    rows = pd.DataFrame.from_dict(baselines, orient="index")
+    rows.index = pd.MultiIndex.from_tuples(
+        [(name, "") for name in rows.index], names=table.index.names
+    )
+    rows = rows.assign(on_frontier=False, status="baseline", note=BASELINE_NOTE)
+    rows = rows.assign(**{c: "" for c in ("flags", WORSE_OFF_COLUMN) if c in table})
+    columns = list(table.columns) + [c for c in rows.columns if c not in table.columns]
+    return pd.concat([table.astype(object), rows.astype(object)]).reindex(columns=columns)
 
 
 def _with_intervals(table, columns):
     """Each column as ``estimate [low, high]`` text, and whether the row is on the frontier."""
-    shown = table[[c for c in ("on_frontier", WORSE_OFF_COLUMN, "flags") if c in table]].copy()
+    kept = ("on_frontier", WORSE_OFF_COLUMN, "flags", "status", "accuracy", "note")
+    shown = table[[c for c in kept if c in table]].copy()
+    baseline = table["status"] == "baseline" if "status" in table else np.zeros(len(table), bool)
     for column in columns:
         shown[column] = [
-            "failed" if np.isnan(v) else f"{v:.4g} [{lo:.4g}, {hi:.4g}]"
-            for v, lo, hi in zip(
-                table[column], table[f"{column}_low"], table[f"{column}_high"], strict=True
+            _interval_text(v, lo, hi, b)
+            for v, lo, hi, b in zip(
+                table[column],
+                table[f"{column}_low"],
+                table[f"{column}_high"],
+                baseline,
+                strict=True,
             )
         ]
     return shown
+
+
+def _interval_text(value, low, high, baseline):
+    """``estimate [low, high]``; a baseline's bare estimate, or "" where it has none."""
+    value, low, high = (float(x) for x in (value, low, high))
+    if baseline:
+        return "" if np.isnan(value) else f"{value:.4g}"
+    return "failed" if np.isnan(value) else f"{value:.4g} [{low:.4g}, {high:.4g}]"
 
 
 def curve_text(curve):
@@ -609,7 +646,7 @@ def write_tradeoff_files(curve, output, *, source):
     }
     # The per-group columns are in the panel (and in the CSV files).
     table = table[[c for c in table.columns if "[" not in str(c)]]
-    frontier = table[table["on_frontier"]]
+    frontier = table[table["on_frontier"] == True]  # noqa: E712 - object column
     sections = [
         ("Frontier: settings no other setting beats on every measure", [frontier]),
         ("Fairness against retained variance", [figure]),

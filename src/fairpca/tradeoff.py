@@ -608,7 +608,34 @@ def tradeoff_curve_split(
     curve[WORSE_OFF_COLUMN] = [
         worse.get((m, s), "") for m, s in zip(curve["method"], curve["setting"], strict=True)
     ]
+    curve.attrs["baselines"] = _downstream_baselines(split, metrics, options, random_state)
     return curve
+
+
+def _downstream_baselines(split, metrics, options, random_state):
+    """The downstream metrics' reference rows on the held-out rows, or None.
+
+    :func:`fairpca.metrics._classifier.downstream_baselines` (majority class,
+    the curve's classifier on all features; out-of-fold predictions, 5
+    stratified folds seeded by ``random_state``) on the test part. A table
+    ``{name: {metric: value}}``, never a setting: not on the frontier and
+    never chosen by :func:`select`.
+    """
+    from fairpca.metrics._classifier import downstream_baselines
+
+    if split.y_test is None or not _needing(metrics, "y"):
+        return None
+    try:
+        found = downstream_baselines(
+            split.X_test,
+            split.y_test,
+            split.s_test,
+            classifier=options["classifier"],
+            random_state=random_state,
+        )
+    except Exception:  # noqa: BLE001 - a reference row never ends the curve
+        return None
+    return {name: {k: float(v) for k, v in values.items()} for name, values in found.items()}
 
 
 def tradeoff_curve(
