@@ -52,6 +52,7 @@ from fairpca.datasets._split import make_split
 from fairpca.metrics import group_reconstruction_error, marginal_loss, mmd_bandwidth
 from fairpca.metrics._classifier import (
     _check_binary_y,
+    downstream_baselines,
     held_out_predictions,
     resampled_prediction_gaps,
 )
@@ -621,8 +622,6 @@ def _downstream_baselines(split, metrics, options, random_state):
     ``{name: {metric: value}}``, never a setting: not on the frontier and
     never chosen by :func:`select`.
     """
-    from fairpca.metrics._classifier import downstream_baselines
-
     if split.y_test is None or not _needing(metrics, "y"):
         return None
     try:
