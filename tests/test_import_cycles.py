@@ -53,8 +53,12 @@ def _imported(tree, name, is_package, modules):
             else:
                 module = node.module or ""
             for alias in node.names:
+                # ``from package import name`` reads the package's namespace: an
+                # edge to the package itself, and to the submodule if it is one.
+                targets.add(module)
                 full = f"{module}.{alias.name}"
-                targets.add(full if full in modules else module)
+                if full in modules:
+                    targets.add(full)
     return {t for t in targets if t in modules and t != name}
 
 

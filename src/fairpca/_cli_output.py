@@ -19,7 +19,7 @@ from pathlib import Path
 
 import click
 
-from fairpca import _reports
+import fairpca._reports as _reports
 from fairpca._output import OutputLocked, release_lock, reserve, visible_text
 from fairpca._reports import _group_blocks, _group_markdown  # noqa: F401 (their tests' path)
 from fairpca.datasets import get_data_home

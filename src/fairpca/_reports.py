@@ -31,7 +31,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from fairpca import _curve, _html, _methods, _output, plotting
+import fairpca._curve as _curve
+import fairpca._html as _html
+import fairpca._methods as _methods
+import fairpca._output as _output
+import fairpca.plotting as plotting
 from fairpca._group_outcomes import WORSE_OFF_COLUMN
 from fairpca._validation import _plain
 from fairpca.metrics import describe_metric, metric_family

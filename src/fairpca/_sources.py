@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from fairpca import experiments
+import fairpca.experiments as experiments
 from fairpca.datasets import make_gaussian_groups, make_split, read_table
 from fairpca.datasets._table import MAX_ENCODED_FEATURES
 from fairpca.experiments import LEE2022_DATASETS, VU2022_DATASETS

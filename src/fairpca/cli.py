@@ -18,8 +18,8 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on environment
     raise ImportError('the fairpca command line needs click: pip install "fairpca[cli]"') from exc
 
-from fairpca import _cli_output as term
-from fairpca import experiments as rep
+import fairpca._cli_output as term
+import fairpca.experiments as rep
 from fairpca._cli_output import interrupted, names, progress_line, say
 from fairpca._cli_output import one_line_warning as _one_line_warning  # noqa: F401 (old path)
 from fairpca._sources import DATASETS, SourceError, dataset_help, load_split

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import ArrayLike
 
-from fairpca import _reports
+import fairpca._reports as _reports
 from fairpca._fitting import FitOutcome, as_input_for, failure_reason, fit_method
 from fairpca._fitting import check_time_budget as _check_budget
 from fairpca._fitting import fit_estimator as _fit  # noqa: F401 - the old private name

@@ -36,7 +36,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.spatial.distance import cdist
 
-from fairpca import _reports
+import fairpca._reports as _reports
 from fairpca._curve import _GROUP_COLUMNS, QUALITY, frontier_mask, group_outcomes
 from fairpca._fitting import as_input_for, failure_reason, fit_methods, takes_groups
 from fairpca._group_outcomes import WORSE_OFF_COLUMN, group_scales, worse_off_groups

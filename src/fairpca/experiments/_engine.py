@@ -34,7 +34,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from fairpca import _html, _output
+import fairpca._html as _html
+import fairpca._output as _output
 from fairpca._fitting import fit_methods
 from fairpca._registry import ESTIMATORS
 from fairpca.plotting import plot_reproduction
