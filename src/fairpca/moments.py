@@ -330,15 +330,12 @@ class GroupMoments:
             idx = np.searchsorted(groups, src.groups)
             src_means, src_scatters = src._joint()
             for j, a in enumerate(idx):
-                n1, n2 = counts[a], src.counts[j]
-                if n2 == 0:
+                if src.counts[j] == 0:
                     continue
-                n = n1 + n2
-                delta = src_means[j] - means[a]
-                # Chan et al.'s pairwise update of mean and scatter.
-                means[a] = means[a] + delta * (n2 / n)
-                scatters[a] = scatters[a] + src_scatters[j] + np.outer(delta, delta) * (n1 * n2 / n)
-                counts[a] = n
+                means[a], scatters[a] = _pairwise_update(
+                    means[a], scatters[a], counts[a], src_means[j], src_scatters[j], src.counts[j]
+                )
+                counts[a] += src.counts[j]
         return GroupMoments._from_joint(groups, counts, means, scatters, self.n_features)
 
     # ------------------------------------------------------------ devices
@@ -556,6 +553,20 @@ def _group_scatters(X, codes, counts, covariates=None, weights=None):
         scatters[redo] = grams - counts[redo][:, None, None] * delta[:, :, None] * delta[:, None, :]
     _check_scatters(X, scatters, counts)
     return means, scatters
+
+
+def _pairwise_update(mean, scatter, n1, other_mean, other_scatter, n2):
+    """Mean and scatter of two merged row sets (Chan et al.'s pairwise update).
+
+    With ``delta = other_mean - mean`` and ``n = n1 + n2``: the merged mean is
+    ``mean + delta n2 / n`` and the merged scatter is
+    ``scatter + other_scatter + delta delta^T n1 n2 / n``. Written with
+    broadcasting only, so it serves NumPy and any array-API namespace alike.
+    """
+    n = n1 + n2
+    delta = other_mean - mean
+    outer = delta[:, None] * delta[None, :]
+    return mean + delta * float(n2 / n), scatter + other_scatter + outer * float(n1 * n2 / n)
 
 
 def _scatter_rows(values, rows, n_rows):
@@ -817,16 +828,17 @@ def _device_merge(first, second, groups):
         idx = np.searchsorted(groups, src.groups)
         src_means, src_scatters = src._joint()
         for j, a in enumerate(idx):
-            n1, n2 = counts[a], src.counts[j]
-            if n2 == 0:
+            if src.counts[j] == 0:
                 continue
-            n = n1 + n2
-            delta = src_means[j, :] - means[a]
-            # Chan et al.'s pairwise update of mean and scatter.
-            means[a] = means[a] + delta * float(n2 / n)
-            outer = delta[:, None] * delta[None, :]
-            scatters[a] = scatters[a] + src_scatters[j, ...] + outer * float(n1 * n2 / n)
-            counts[a] = n
+            means[a], scatters[a] = _pairwise_update(
+                means[a],
+                scatters[a],
+                counts[a],
+                src_means[j, :],
+                src_scatters[j, ...],
+                src.counts[j],
+            )
+            counts[a] += src.counts[j]
     return GroupMoments._from_joint(
         groups, counts, xp.stack(means), xp.stack(scatters), first.n_features
     )
