@@ -30,6 +30,14 @@ def _is_type_checking(node):
     )
 
 
+def _from_module(node, base):
+    """The absolute module of a ``from ... import`` node; ``base`` is its package's path."""
+    if not node.level:
+        return node.module or ""
+    stem = base[: len(base) - node.level + 1]
+    return ".".join(stem + ([node.module] if node.module else []))
+
+
 def _imported(tree, name, is_package, modules):
     """The package's modules that ``tree`` imports anywhere, except under TYPE_CHECKING."""
     skipped = {
@@ -47,11 +55,7 @@ def _imported(tree, name, is_package, modules):
         if isinstance(node, ast.Import):
             targets.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                stem = base[: len(base) - node.level + 1]
-                module = ".".join(stem + ([node.module] if node.module else []))
-            else:
-                module = node.module or ""
+            module = _from_module(node, base)
             for alias in node.names:
                 # ``from package import name`` reads the package's namespace: an
                 # edge to the package itself, and to the submodule if it is one.
@@ -130,11 +134,7 @@ def function_level_imports(tree, name, is_package):
                     if alias.name.split(".")[0] == "fairpca"
                 )
             elif isinstance(node, ast.ImportFrom):
-                if node.level:
-                    stem = base[: len(base) - node.level + 1]
-                    module = ".".join(stem + ([node.module] if node.module else []))
-                else:
-                    module = node.module or ""
+                module = _from_module(node, base)
                 if module.split(".")[0] == "fairpca":
                     found.add((node.lineno, module))
     return sorted(found)
