@@ -33,6 +33,7 @@ GROUP_ATTRIBUTES = {
         "covariance_difference_",
     },
     "QuadraticErasure": set(),
+    "FairSparsePCA": set(),
 }
 COMMON = {"groups_", "group_counts_", "moments_"}
 

@@ -13,6 +13,7 @@ from answers import assert_same_answer
 from fairpca import (
     ConvexFairPCA,
     FairKernelPCA,
+    FairSparsePCA,
     GroupMoments,
     LinearErasure,
     MeanMatchingFairPCA,
@@ -39,6 +40,7 @@ CASES = {
     "MinMaxLossFairPCA": (MinMaxLossFairPCA, {}, True),
     "ConvexFairPCA": (ConvexFairPCA, {}, True),
     "MMDFairPCA": (MMDFairPCA, {"random_state": 0, "max_iter": 20}, False),
+    "FairSparsePCA": (FairSparsePCA, {"n_nonzero": 4}, True),
 }
 DIRECT = {"MeanMatchingFairPCA"}
 REFUSED = {

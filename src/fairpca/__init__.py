@@ -20,6 +20,7 @@ from fairpca.moments import GroupMoments
 from fairpca.pareto import ParetoFairPCA
 from fairpca.quadratic_erasure import QuadraticErasure
 from fairpca.robust import RobustFairPCA
+from fairpca.sparse_pca import FairSparsePCA
 from fairpca.streaming import StreamingFairPCA
 from fairpca.tradeoff import select, tradeoff_curve
 
@@ -30,6 +31,7 @@ __all__ = [
     "ConvexFairPCA",
     "FairKernelPCA",
     "FairPCABase",
+    "FairSparsePCA",
     "GroupBlindFitWarning",
     "GroupMoments",
     "LinearErasure",

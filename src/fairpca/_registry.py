@@ -21,6 +21,7 @@ from fairpca.mmd import MMDFairPCA
 from fairpca.pareto import ParetoFairPCA
 from fairpca.quadratic_erasure import QuadraticErasure
 from fairpca.robust import RobustFairPCA
+from fairpca.sparse_pca import FairSparsePCA
 from fairpca.streaming import StreamingFairPCA
 
 __all__ = ["ESTIMATORS", "Capabilities", "all_estimators", "estimator_capabilities"]
@@ -31,6 +32,7 @@ ESTIMATORS = {
     for cls in (
         ConvexFairPCA,
         FairKernelPCA,
+        FairSparsePCA,
         LinearErasure,
         MMDFairPCA,
         MeanMatchingFairPCA,
@@ -164,14 +166,14 @@ def all_estimators(**capabilities: bool) -> list[type]:
     Returns
     -------
     classes : list of type
-        The ten estimator classes (those with the capabilities asked for), in
+        The eleven estimator classes (those with the capabilities asked for), in
         the order of ``fairpca.__all__``.
 
     Examples
     --------
     >>> import fairpca
     >>> len(fairpca.all_estimators())
-    10
+    11
     >>> [cls.__name__ for cls in fairpca.all_estimators(linear_projection=False)]
     ['FairKernelPCA', 'LinearErasure', 'QuadraticErasure']
     >>> [cls.__name__ for cls in fairpca.all_estimators(transform_needs_groups=True)]
