@@ -1,12 +1,16 @@
 """Array API inputs (torch on CPU, array-api-strict) for the moment path (issue 44).
 
 Under ``array_api_dispatch=True`` the moment-based estimators compute the
-moments and ``transform`` in the input's namespace, on its device, and give
-the NumPy fit's answer; the others refuse with one error. ``SCIPY_ARRAY_API=1``
-is set by ``conftest.py``. torch is not in any extra (``pip install torch``
-runs the torch cases; the CPU wheel is enough), array-api-strict is in ``test``.
+moments, the ``p x p`` solve (MeanMatchingFairPCA, LinearErasure) and
+``transform`` in the input's namespace, on its device, and give the NumPy
+fit's answer; the others refuse with one error. ``SCIPY_ARRAY_API=1`` is set
+by ``conftest.py``. torch and array-api-strict are in the ``test`` extra; the
+torch cases skip (with the reason) only when torch is not installed.
+array-api-strict's ``device1`` stands for a GPU: its arrays refuse to become
+NumPy arrays, so a hidden copy to the host fails there.
 """
 
+import importlib.util
 import warnings
 
 import numpy as np
@@ -37,7 +41,10 @@ TOLERANCE = {"float64": 1e-10, "float32": 1e-4}
 def _namespace(name):
     """``(xp, device)`` of a namespace, skipped with the reason when it is not installed."""
     if name == "torch":
-        torch = pytest.importorskip("torch", reason="torch not installed: pip install torch")
+        if importlib.util.find_spec("torch") is None:
+            pytest.skip("torch is not installed: pip install -e '.[test]' brings it")
+        import torch  # installed: an import error fails the test, never skips it
+
         return torch, torch.device("cpu")
     xp = pytest.importorskip("array_api_strict")
     return xp, xp.Device("CPU_DEVICE")
@@ -255,3 +262,178 @@ def test_compact_after_a_fit_on_the_device():
         est.compact()
         assert not hasattr(est, "moments_")
         _close(est.transform(X_t), _host(Z), 1e-12)
+
+
+# ------------------------------------------------ the p x p solve on the device
+#: Each takes another branch of the solve (null space, penalty, covariance
+#: matching, a fraction of variance, separate attributes; LEACE, orthogonal,
+#: the shrinkages, the trace constraint, concept-erasure's rank rule).
+IN_NAMESPACE = [
+    MeanMatchingFairPCA(n_components=2),
+    MeanMatchingFairPCA(n_components=2, mean_penalty=3.0),
+    MeanMatchingFairPCA(n_components=2, covariance_rank=4, covariance_ddof=1),
+    MeanMatchingFairPCA(n_components=0.5),
+    MeanMatchingFairPCA(n_components=2, attributes="separate"),
+    LinearErasure(),
+    LinearErasure(method="orthogonal"),
+    LinearErasure(shrinkage="oas"),
+    LinearErasure(shrinkage="ledoit-wolf", constrain_cov_trace=True),
+    LinearErasure(shrinkage=0.3, svd_tol=0.01),
+    LinearErasure(attributes="separate"),
+]
+#: torch on the CPU, and array-api-strict's second device (no way to NumPy).
+DEVICES = [("torch", "cpu"), ("array_api_strict", "device1")]
+
+
+def _device(namespace, name):
+    xp, _ = _namespace(namespace)
+    return xp, (xp.device(name) if namespace == "torch" else xp.Device(name))
+
+
+def _labels(estimator, s):
+    """Two attributes (three values by two) for ``attributes="separate"``, else ``s``."""
+    if estimator.get_params().get("attributes") != "separate":
+        return s
+    return np.column_stack([s, (np.arange(len(s)) // 7) % 2])
+
+
+def _no_host_copy(monkeypatch):
+    """Make any copy of the moments to the host fail the test."""
+
+    def refuse(self):
+        raise AssertionError("the moments were copied to the host")
+
+    monkeypatch.setattr(GroupMoments, "to_numpy", refuse)
+
+
+def _assert_same_fit(est, ref, tol):
+    """The fitted map of ``est`` (on a device) equals the NumPy fit ``ref``.
+
+    Components are compared as projectors ``V^T V`` (free of the solver's sign
+    and of rotations within repeated eigenvalues), the erasure map directly
+    (it is unique).
+    """
+    if hasattr(ref, "components_"):
+        V = _host(est.components_)
+        _close(V.T @ V, ref.components_.T @ ref.components_, tol)
+        _close(est.explained_variance_, ref.explained_variance_, tol)
+        assert getattr(est, "n_constraints_", 0) == getattr(ref, "n_constraints_", 0)
+    else:
+        _close(est.erasure_, ref.erasure_, tol)
+        assert (est.rank_, est.shrinkage_) == pytest.approx((ref.rank_, ref.shrinkage_), rel=tol)
+
+
+@pytest.mark.parametrize("namespace,device_name", DEVICES)
+@pytest.mark.parametrize("estimator", IN_NAMESPACE, ids=repr)
+def test_the_solve_runs_on_the_device(estimator, namespace, device_name, monkeypatch):
+    xp, device = _device(namespace, device_name)
+    X, s = _data(n=700, p=8, k=3)
+    labels = _labels(estimator, s)
+    ref = clone(estimator).fit(X, sensitive_features=labels)
+    expected = ref.transform(X)
+    if hasattr(ref, "inverse_transform"):
+        expected = ref.inverse_transform(expected)  # the projection: free of signs
+    X_xp = xp.asarray(X, device=device)
+    _no_host_copy(monkeypatch)
+    with sklearn.config_context(array_api_dispatch=True):
+        est = clone(estimator).fit(X_xp, sensitive_features=labels)
+        out = est.transform(X_xp)
+        if hasattr(est, "inverse_transform"):
+            out = est.inverse_transform(out)
+    for name in ("mean_", "components_", "erasure_", "explained_variance_"):
+        if hasattr(est, name):
+            _assert_on(getattr(est, name), xp, device)
+    _assert_on(out, xp, device)
+    _assert_same_fit(est, ref, 1e-10)
+    _close(out, expected, 1e-10)
+
+
+@pytest.mark.parametrize("namespace,device_name", DEVICES)
+@pytest.mark.parametrize("cls", [MeanMatchingFairPCA, LinearErasure])
+def test_group_blind_fit_on_the_device(cls, namespace, device_name, monkeypatch):
+    xp, device = _device(namespace, device_name)
+    X, _ = _data(n=300, p=5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", fairpca.GroupBlindFitWarning)
+        ref = cls().fit(X)
+        _no_host_copy(monkeypatch)
+        with sklearn.config_context(array_api_dispatch=True):
+            est = cls().fit(xp.asarray(X, device=device))
+    _assert_same_fit(est, ref, 1e-10)
+    if cls is MeanMatchingFairPCA:  # PCA: against scikit-learn's, an independent solver
+        from sklearn.decomposition import PCA
+
+        pca = PCA(n_components=2).fit(X)
+        _close(
+            _host(est.components_).T @ _host(est.components_),
+            pca.components_.T @ pca.components_,
+            1e-10,
+        )
+
+
+@pytest.mark.parametrize("namespace,device_name", DEVICES)
+def test_ledoit_wolf_fit_and_batches_on_the_device(namespace, device_name):
+    """The fourth moment's pass runs on the device too, in fit and in partial_fit."""
+    from sklearn.covariance import ledoit_wolf_shrinkage
+
+    xp, device = _device(namespace, device_name)
+    X, s = _data(n=600, p=6, k=3)
+    ref = LinearErasure(shrinkage="ledoit-wolf").fit(X, sensitive_features=s)
+    X_xp = xp.asarray(X, device=device)
+    with sklearn.config_context(array_api_dispatch=True):
+        est = LinearErasure(shrinkage="ledoit-wolf").fit(X_xp, sensitive_features=s)
+        batches = LinearErasure(shrinkage="ledoit-wolf")
+        for start in range(0, X.shape[0], 150):
+            batches.partial_fit(
+                X_xp[start : start + 150, ...], sensitive_features=s[start : start + 150]
+            )
+    # scikit-learn's coefficient from the rows: an independent computation.
+    assert est.shrinkage_ == pytest.approx(ledoit_wolf_shrinkage(X), rel=1e-10)
+    for fitted in (est, batches):
+        _assert_on(fitted.erasure_, xp, device)
+        _assert_same_fit(fitted, ref, 1e-10)
+
+
+@pytest.mark.parametrize("namespace,device_name", DEVICES)
+def test_oracle_transform_on_the_device(namespace, device_name):
+    xp, device = _device(namespace, device_name)
+    X, s = _data(n=600, p=6, k=3)
+    codes = np.unique(s, return_inverse=True)[1].astype(float)
+    age = X[:, 0] * 0.3 + np.random.default_rng(4).normal(size=X.shape[0])
+    attrs = np.column_stack([codes, age])
+    est_params = dict(continuous_attributes=[1])
+    ref = LinearErasure(**est_params).fit(X, sensitive_features=attrs)
+    X_xp = xp.asarray(X, device=device)
+    with sklearn.config_context(array_api_dispatch=True):
+        est = LinearErasure(**est_params).fit(X_xp, sensitive_features=attrs)
+        out = est.transform(X_xp, sensitive_features=attrs)
+    _assert_on(out, xp, device)
+    expected = ref.transform(X, sensitive_features=attrs)
+    _close(out, expected, 1e-10)
+    # Oracle LEACE is the residual of the least-squares fit of X on [one-hot, age]:
+    # independent of the moments, from the rows.
+    design = np.column_stack([np.eye(3)[codes.astype(int)], age])
+    design = design - design.mean(axis=0)
+    coef = np.linalg.lstsq(design, X - X.mean(axis=0), rcond=None)[0]
+    _close(out, X - design @ coef, 1e-10)
+
+
+def test_minmax_loss_solves_from_one_host_copy(monkeypatch):
+    """MinMaxLossFairPCA iterates on the host: the moments are copied there once."""
+    xp, device = _device("array_api_strict", "device1")
+    X, s = _data(k=2)
+    copies = []
+    to_numpy = GroupMoments.to_numpy
+
+    def counted(self):
+        copies.append(self)
+        return to_numpy(self)
+
+    monkeypatch.setattr(GroupMoments, "to_numpy", counted)
+    with sklearn.config_context(array_api_dispatch=True):
+        est = MinMaxLossFairPCA(n_components=2).fit(
+            xp.asarray(X, device=device), sensitive_features=s
+        )
+    assert len(copies) == 1
+    _assert_on(est.components_, xp, device)
+    _assert_on(est.moments_.scatters, xp, device)

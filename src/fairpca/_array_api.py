@@ -14,11 +14,27 @@ namespace following scikit-learn's conventions
 - labels, sample weights and ``y`` are small: they are brought to the host
   (:func:`to_host`), encoded there, and their codes sent to the device as
   index arrays;
-- the small ``p x p`` problem is solved on the host from the moments (``k``
-  matrices of ``p x p``, moved once) by the same NumPy code as a NumPy fit, so
-  that both fits give one answer; the fitted arrays are then moved to ``X``'s
-  namespace and device (:func:`fitted_to_device`), and ``moments_`` stays on
-  the device so that ``partial_fit`` accumulates there.
+- the small ``p x p`` problem of the closed-form estimators
+  (:class:`~fairpca.MeanMatchingFairPCA`, :class:`~fairpca.LinearErasure`,
+  the group-blind PCA of every moment-based estimator) is solved in the
+  moments' namespace, on their device: the same functions serve NumPy and
+  the other namespaces (:func:`namespace_of`, :func:`like`; ``eigh``, ``svd``
+  and ``qr`` of the standard's ``linalg`` extension), only the counts and
+  proportions (``k`` numbers) living on the host. Eigenvectors are then
+  those of the device's ``eigh``: equal to NumPy's up to rounding, sign
+  (fixed by :func:`fairpca._linalg.flip_signs`) and rotation within
+  repeated eigenvalues;
+- :class:`~fairpca.MinMaxLossFairPCA` solves on the host: its two-group
+  solver is Kelley's cutting planes on the weight of the two groups, each
+  step a top-``d`` eigen-solve by ARPACK's Lanczos method or LAPACK's subset
+  driver (neither is in the standard) whose scalars decide the next step,
+  then a rounding to an extreme point; its cost is in those small steps, and
+  on a GPU each would wait for the device. The moments (``k`` matrices of
+  ``p x p``) are moved to the host once
+  (:meth:`fairpca.GroupMoments.to_numpy`) and the answer moved back
+  (:func:`fitted_to_device`);
+- the fitted arrays are in ``X``'s namespace and on its device, and
+  ``moments_`` stays on the device so that ``partial_fit`` accumulates there.
 
 Estimators whose solvers read the rows or iterate in NumPy refuse such input
 with one error (:func:`refuse_array_api`).
@@ -43,6 +59,8 @@ __all__ = [
     "fitted_to_device",
     "float_dtypes",
     "held_namespace",
+    "like",
+    "namespace_of",
     "refuse_array_api",
     "to_host",
 ]
@@ -77,6 +95,29 @@ def held_namespace(array):
     if not _is_foreign_array(array):
         return None
     return array_api_compat.array_namespace(array), array_api_compat.device(array)
+
+
+def namespace_of(array):
+    """``(xp, device)`` to compute with ``array`` in: NumPy itself for NumPy arrays.
+
+    NumPy (2 and later) follows the array API standard in its own namespace,
+    so code written against ``xp`` runs on NumPy arrays unchanged, and other
+    arrays get their namespace from :func:`held_namespace`.
+    """
+    return held_namespace(array) or (np, "cpu")
+
+
+def like(values, reference):
+    """Host ``values`` (counts, proportions) as an array beside ``reference``.
+
+    In ``reference``'s namespace, on its device, in its float type; for a
+    NumPy ``reference``, ``values`` are returned as they are.
+    """
+    held = held_namespace(reference)
+    if held is None:
+        return values
+    xp, device = held
+    return xp.asarray(np.asarray(values, dtype=np.float64), dtype=reference.dtype, device=device)
 
 
 def _is_foreign_array(values):

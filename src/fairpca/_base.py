@@ -34,7 +34,7 @@ from sklearn.utils._array_api import check_same_namespace
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
-from fairpca._array_api import float_dtypes, held_namespace
+from fairpca._array_api import float_dtypes, held_namespace, like, namespace_of, to_host
 from fairpca._dask import _is_dask_collection, lazy_rows
 from fairpca._front_door import _has_partial_fit
 from fairpca._front_door import package_log_handler as package_log_handler
@@ -42,7 +42,7 @@ from fairpca._linalg import flip_signs, top_eigh
 from fairpca._mixins import FairpcaMixin
 from fairpca._sparse import SPARSE_FORMATS, centred_product, issparse
 from fairpca._validation import check_data, check_n_components, components_for_fraction
-from fairpca.moments import _MAX_CANCELLATION
+from fairpca.moments import _MAX_CANCELLATION, weighted_sum
 from fairpca.moments import GroupMoments as GroupMoments
 
 __all__ = ["FairPCABase"]
@@ -50,12 +50,14 @@ __all__ = ["FairPCABase"]
 
 def _resolve_fraction(d, moments):
     """``d``, or for a fraction of variance the number of PCA components that reach it."""
-    return components_for_fraction(d, moments.covariance()) if isinstance(d, float) else d
+    if not isinstance(d, float):
+        return d
+    return components_for_fraction(d, np.asarray(to_host(moments.covariance())))
 
 
 def _pooled_scatter(moments):
     """Scatter of all rows around the pooled mean, ``sum_a n_a M_a``, shape (p, p)."""
-    return np.einsum("a,aij->ij", moments.counts, moments.second_moment("pooled"))
+    return weighted_sum(moments.counts, moments.second_moment("pooled"))
 
 
 #: The front door's declarations that reading the moments alone gives a method.
@@ -392,9 +394,14 @@ class FairPCABase(
         The variances come from the centred rows ``Xc`` or, equivalently, from
         their scatter matrix ``scatter = Xc.T @ Xc`` over ``n_samples`` rows.
         """
-        components = np.atleast_2d(np.asarray(components, dtype=np.float64))
+        xp, device = namespace_of(components)
+        if xp is np:
+            components = np.atleast_2d(np.asarray(components, dtype=np.float64))
         r = components.shape[0]
-        scales = np.ones(r) if scales is None else np.asarray(scales, dtype=np.float64)
+        if scales is None:
+            scales = xp.ones(r, dtype=components.dtype, device=device)
+        else:
+            scales = like(np.asarray(to_host(scales), dtype=np.float64), components)
         if Xc is not None:
             scores = (Xc @ components.T) * np.sqrt(scales)
             n = max(Xc.shape[0] - 1, 1)
@@ -402,11 +409,13 @@ class FairPCABase(
             total = np.einsum("ij,ij->", Xc, Xc) / n  # without a squared copy of Xc
         else:
             n = max(n_samples - 1, 1)
-            variance = scales * np.einsum("rp,pq,rq->r", components, scatter, components) / n
-            total = np.trace(scatter) / n
+            variance = scales * xp.sum((components @ scatter) * components, axis=1) / n
+            total = float(xp.linalg.trace(scatter)) / n
         if not self._ordered_components():
-            order = np.argsort(-variance, kind="stable")
-            components, scales, variance = components[order], scales[order], variance[order]
+            order = xp.argsort(-variance, stable=True)
+            components, scales, variance = (
+                xp.take(a, order, axis=0) for a in (components, scales, variance)
+            )
         self.components_ = flip_signs(components)
         self.component_scales_ = scales
         self.n_components_ = r

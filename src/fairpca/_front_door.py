@@ -51,6 +51,7 @@ from fairpca._array_api import (
     fitted_to_device,
     float_dtypes,
     held_namespace,
+    namespace_of,
     refuse_array_api,
     to_host,
 )
@@ -218,8 +219,8 @@ def moments_problem(moments, covariate_names=None, min_group_size=1):
     group and continuous attributes that vary), and ``min_group_size`` rows in
     every group.
     """
-    moments = moments.to_numpy()
-    if not np.trace(moments.covariance()) > 0:
+    xp, _ = namespace_of(moments.means)  # read where the moments are held
+    if not float(xp.linalg.trace(moments.covariance())) > 0:
         return (
             "X has zero variance (every row is the same): every projection keeps the same "
             "(zero) variance, so no fair projection is defined."
@@ -232,8 +233,8 @@ def moments_problem(moments, covariate_names=None, min_group_size=1):
         return str(exc)
     if moments.n_covariates:
         _, cov_zz = moments.cross_covariance()
-        pooled = moments.proportions @ moments.covariate_means
-        spread = np.sqrt(np.maximum(np.diag(cov_zz), 0.0))
+        pooled = moments.proportions @ to_host(moments.covariate_means)
+        spread = np.sqrt(np.maximum(to_host(xp.linalg.diagonal(cov_zz)), 0.0))
         constant = spread <= 1e-12 * np.abs(pooled)
         if constant.any():
             names = covariate_names or [str(j) for j in range(moments.n_covariates)]
@@ -310,6 +311,10 @@ class FrontDoor:
     #: their namespace, on their device (:mod:`fairpca._array_api`): the methods
     #: that solve from the group moments alone.
     _supports_array_api = False
+    #: With array-API input, ``_fit_from_moments`` reads the moments where they
+    #: are held (its ``p x p`` solve in their namespace, on their device); else
+    #: it solves from a host copy and the answer is moved to the device.
+    _solves_in_namespace = False
 
     #: The fit accumulates dense ``p x p`` group moments: the width of ``X`` is
     #: checked against the memory budget before it is read, and the moment
@@ -507,21 +512,24 @@ class FrontDoor:
         return xp.astype(X, getattr(self, fitted).dtype, copy=False)
 
     def _fit_on_device(self, X, y, sensitive_features, weights):
-        """Fit on validated array-API ``X``: moments on its device, the solve on the host."""
+        """Fit on validated array-API ``X``: moments on its device, then :meth:`_solve_moments`."""
         moments, _, _ = self._memory_moments(X, sensitive_features, weights)
         grouped = sensitive_features is not None
         return self._solve_moments(moments, grouped=grouped, fair=grouped)
 
     def _solve_moments(self, moments, *, grouped, fair):
-        """:meth:`_fit_from_moments`; moments held on a device are solved from a host copy.
+        """:meth:`_fit_from_moments`; moments held on a device are solved there or on the host.
 
-        The fitted arrays are then moved to the moments' namespace and device,
-        and ``moments_`` keeps the device moments (``partial_fit`` merges there).
+        There with ``_solves_in_namespace``, else from a host copy. The fitted
+        arrays left on the host are then moved to the moments' namespace and
+        device, and ``moments_`` keeps the device moments (``partial_fit``
+        merges there).
         """
         on_device = moments._device()
         if on_device is None:
             return self._fit_from_moments(moments, grouped=grouped, fair=fair)
-        result = self._fit_from_moments(moments.to_numpy(), grouped=grouped, fair=fair)
+        read = moments if self._solves_in_namespace else moments.to_numpy()
+        result = self._fit_from_moments(read, grouped=grouped, fair=fair)
         fitted_to_device(self, *on_device)
         self.moments_ = moments
         return result

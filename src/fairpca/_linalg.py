@@ -6,6 +6,8 @@ import numpy as np
 from scipy.linalg import eigh
 from scipy.sparse.linalg import ArpackError, ArpackNoConvergence, eigsh
 
+from fairpca._array_api import held_namespace, namespace_of
+
 __all__ = [
     "PowerResult",
     "block_power_iteration",
@@ -33,7 +35,10 @@ def top_eigh(matrix, n_components):
     """The ``n_components`` largest eigenpairs of a symmetric matrix, largest first.
 
     Only the wanted eigenpairs are computed (LAPACK's subset drivers), which is
-    cheaper than a full decomposition when ``n_components`` is small.
+    cheaper than a full decomposition when ``n_components`` is small. A
+    matrix of another array-API namespace (a moment-based fit on a device,
+    :mod:`fairpca._array_api`) is decomposed there by the standard's full
+    ``eigh``, which has no subset.
 
     Parameters
     ----------
@@ -50,6 +55,11 @@ def top_eigh(matrix, n_components):
         Orthonormal eigenvectors as columns, in the order of ``values``.
     """
     p = matrix.shape[0]
+    held = held_namespace(matrix)
+    if held is not None:
+        xp = held[0]
+        values, vectors = xp.linalg.eigh(matrix)
+        return xp.flip(values[p - n_components :]), xp.flip(vectors[:, p - n_components :], axis=1)
     values, vectors = eigh(matrix, subset_by_index=[p - n_components, p - 1])
     return values[::-1], vectors[:, ::-1]
 
@@ -120,10 +130,13 @@ def flip_signs(components):
     -------
     components : ndarray of shape (r, p)
     """
-    pivot = np.abs(components).argmax(axis=1)
-    signs = np.sign(components[np.arange(components.shape[0]), pivot])
-    signs[signs == 0] = 1.0
-    return components * signs[:, None]
+    xp, device = namespace_of(components)
+    # The entry at each row's pivot, picked without fancy indexing (not in the standard).
+    pivot = xp.argmax(xp.abs(components), axis=1)
+    at_pivot = pivot[:, None] == xp.arange(components.shape[1], device=device)[None, :]
+    picked = xp.sum(xp.where(at_pivot, components, xp.zeros_like(components)), axis=1)
+    ones = xp.ones_like(picked)
+    return components * xp.where(picked < 0, -ones, ones)[:, None]
 
 
 # ---------------------------------------------------------------------------

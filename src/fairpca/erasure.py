@@ -26,7 +26,9 @@ For a categorical attribute with proportions ``w_a`` and group means ``mu_a``,
 per-group moments (:class:`~fairpca.GroupMoments`): it fits on Dask collections
 in one pass and streams chunks through ``partial_fit``. A continuous attribute
 enters ``Z`` as its own values; its ``Sigma_XZ`` column is accumulated with
-the moments in the same pass.
+the moments in the same pass. The map is computed in the namespace of the
+moments (NumPy, or torch, CuPy, ... on their device: :mod:`fairpca._array_api`),
+with the standard's ``eigh``, ``svd`` and ``qr``.
 
 References
 ----------
@@ -48,6 +50,7 @@ from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 from sklearn.utils.metadata_routing import UNCHANGED, UNUSED
 from sklearn.utils.validation import check_is_fitted
 
+from fairpca._array_api import float_dtypes, held_namespace, like, namespace_of, to_host
 from fairpca._config import document_require_groups
 from fairpca._dask import _is_dask_collection, lazy_rows
 from fairpca._mixins import FairpcaMixin
@@ -93,11 +96,12 @@ def oas_coefficient(covariance, n_samples):
     (1 when the denominator is zero), the formula of
     :func:`sklearn.covariance.oas`; it needs only ``S`` and ``n``.
     """
+    xp, _ = namespace_of(covariance)
     p = covariance.shape[0]
     if p == 1:
         return 0.0
-    a = float(np.mean(covariance**2))
-    m = float(np.trace(covariance)) / p
+    a = float(xp.mean(covariance**2))
+    m = float(xp.linalg.trace(covariance)) / p
     den = (n_samples + 1) * (a - m * m / p)
     return 1.0 if den <= 0 else min((a + m * m) / den, 1.0)
 
@@ -117,12 +121,13 @@ def ledoit_wolf_coefficient(covariance, n_samples, fourth):
     (0 when ``beta`` is 0), as :func:`sklearn.covariance.ledoit_wolf_shrinkage`
     computes it from the rows.
     """
+    xp, _ = namespace_of(covariance)
     p = covariance.shape[0]
     if p == 1:
         return 0.0
-    frob = float(np.sum(covariance**2))
+    frob = float(xp.sum(covariance**2))
     beta = (fourth / n_samples - frob) / (p * n_samples)
-    delta = (frob - float(np.trace(covariance)) ** 2 / p) / p
+    delta = (frob - float(xp.linalg.trace(covariance)) ** 2 / p) / p
     beta = min(beta, delta)
     return 0.0 if beta == 0 or delta <= 0 else max(beta / delta, 0.0)
 
@@ -141,20 +146,37 @@ def shrinkage_coefficient(shrinkage, covariance, n_samples, fourth=None):
 def _fourth_moments(X, centre, weights=None):
     """``(q, t)``: ``sum_i w_i ||x_i - c||^4`` and ``sum_i w_i ||x_i - c||^2 (x_i - c)``.
 
-    One pass in blocks of rows (sparse blocks are densified one at a time).
+    One pass in blocks of rows (sparse blocks are densified one at a time), in
+    the namespace and on the device of ``centre`` (``X``'s); ``weights`` are
+    a NumPy array.
     """
-    q, t = 0.0, np.zeros(X.shape[1])
+    xp, device = namespace_of(centre)
+    q, t = 0.0, xp.zeros(X.shape[1], dtype=centre.dtype, device=device)
     for start in range(0, X.shape[0], _BLOCK_ROWS):
-        block = X[start : start + _BLOCK_ROWS]
-        block = (block.toarray() if issparse(block) else np.asarray(block)) - centre
-        squares = np.einsum("ij,ij->i", block, block)
-        if weights is not None:
-            squares_w = squares * weights[start : start + _BLOCK_ROWS]
-        else:
-            squares_w = squares
+        stop = min(start + _BLOCK_ROWS, X.shape[0])
+        block = X[start:stop].toarray() if issparse(X) else X[start:stop, ...]
+        block = block - centre
+        squares = xp.sum(block * block, axis=1)
+        squares_w = squares if weights is None else squares * like(weights[start:stop], centre)
         q += float(squares_w @ squares)
-        t += squares_w @ block
+        t = t + squares_w @ block
     return q, t
+
+
+def _row_mean(X, weights):
+    """Mean of the rows of ``X`` (dense, sparse or on a device), weighted by ``weights``."""
+    held = held_namespace(X)
+    n = float(X.shape[0] if weights is None else np.sum(weights))
+    if held is None:
+        if weights is None:
+            return np.asarray(X.mean(axis=0)).ravel()
+        return np.asarray(weights @ X).ravel() / max(n, np.finfo(float).tiny)
+    xp, device = held
+    dtype = float_dtypes(xp, device)[0]
+    rows = xp.astype(X, dtype, copy=False)
+    if weights is None:
+        return xp.mean(rows, axis=0)
+    return (like(weights, rows) @ rows) / max(n, np.finfo(float).tiny)
 
 
 def _shift_fourth(q, t, n_samples, scatter, d):
@@ -164,7 +186,8 @@ def _shift_fourth(q, t, n_samples, scatter, d):
     ``q' = q + 4 d^T t + 4 d^T S d + 2 ||d||^2 tr S + n ||d||^4`` and
     ``t' = t + 2 S d + (tr S) d + n ||d||^2 d``.
     """
-    Sd, trace, dd = scatter @ d, float(np.trace(scatter)), float(d @ d)
+    xp, _ = namespace_of(scatter)
+    Sd, trace, dd = scatter @ d, float(xp.linalg.trace(scatter)), float(d @ d)
     q = q + 4 * float(d @ t) + 4 * float(d @ Sd) + 2 * dd * trace + n_samples * dd * dd
     t = t + 2 * Sd + trace * d + n_samples * dd * d
     return q, t
@@ -174,18 +197,21 @@ def _shrunk(covariance, rho):
     """``(1 - rho) S + rho (tr S / p) I``."""
     if rho == 0:
         return covariance
+    xp, device = namespace_of(covariance)
     p = covariance.shape[0]
-    return (1 - rho) * covariance + rho * (np.trace(covariance) / p) * np.eye(p)
+    eye = xp.eye(p, dtype=covariance.dtype, device=device)
+    return (1 - rho) * covariance + rho * (float(xp.linalg.trace(covariance)) / p) * eye
 
 
 # --------------------------------------------------------------- the maps
 def _one_hot_cross_covariance(moments, attributes):
     """``Cov(X, Z)`` with ``Z`` the one-hot groups (and the continuous attributes as given)."""
+    xp, _ = namespace_of(moments.means)
     shifts, proportions = attribute_mean_shifts(moments, attributes)
-    columns = [(shifts * proportions[:, None]).T]
+    columns = [(shifts * like(proportions, shifts)[:, None]).T]
     if moments.n_covariates:
         columns.append(moments.cross_covariance()[0])
-    return np.concatenate(columns, axis=1)
+    return xp.concat(columns, axis=1)
 
 
 def _trace_mix(P, Q, covariance):
@@ -196,11 +222,12 @@ def _trace_mix(P, Q, covariance):
     orthogonal projector ``Q``; if ``f(1) > tr S`` the answer is the larger root
     of ``f(alpha) = tr S``.
     """
-    total = float(np.trace(covariance))
+    xp, _ = namespace_of(covariance)
+    total = float(xp.linalg.trace(covariance))
     D = P - Q
-    a = float(np.sum((D @ covariance) * D))
-    b = 2 * float(np.sum((D @ covariance) * Q))
-    c = float(np.sum((Q @ covariance) * Q))
+    a = float(xp.sum((D @ covariance) * D))
+    b = 2 * float(xp.sum((D @ covariance) * Q))
+    c = float(xp.sum((Q @ covariance) * Q))
     if a + b + c <= total or a <= 0:
         return 1.0
     disc = max(b * b - 4 * a * (c - total), 0.0)
@@ -274,8 +301,10 @@ def leace_map(
     rank : int
         Rank of ``A``: the number of independent directions erased.
     """
+    xp, device = namespace_of(moments.means)
     covariance = moments.covariance()
     p = covariance.shape[0]
+    eye = xp.eye(p, dtype=covariance.dtype, device=device)
     # Columns spanning Sigma_XZ (scaled per column, which leaves the span unchanged).
     cross = constraint_columns(moments, attributes)
     span = moments_constraint_bases(moments, attributes, cross)[0]
@@ -283,9 +312,10 @@ def leace_map(
     if method == "orthogonal":
         whiten = unwhiten = None
     else:
-        values, vectors = np.linalg.eigh(_shrunk(covariance, shrinkage))
-        keep = values > _RANK_RTOL * max(values[-1], 0.0)
-        V, root = vectors[:, keep], np.sqrt(values[keep])
+        values, vectors = xp.linalg.eigh(_shrunk(covariance, shrinkage))
+        # Ascending eigenvalues: those kept are the last ones.
+        first = p - int(xp.count_nonzero(values > _RANK_RTOL * max(float(values[-1]), 0.0)))
+        V, root = vectors[:, first:], xp.sqrt(values[first:])
         whiten = (V / root) @ V.T
         unwhiten = (V * root) @ V.T
     if svd_tol is None and whiten is None:
@@ -296,18 +326,18 @@ def leace_map(
     else:
         one_hot = _one_hot_cross_covariance(moments, attributes)
         target = one_hot if whiten is None else whiten @ one_hot
-        U, singular, _ = np.linalg.svd(target, full_matrices=False)
-        Q = U[:, : min(int(np.sum(singular > svd_tol)), rank)]
+        U, singular, _ = xp.linalg.svd(target, full_matrices=False)
+        Q = U[:, : min(int(xp.count_nonzero(singular > svd_tol)), rank)]
     if whiten is None:
         return Q @ Q.T, Q.shape[1]
     A = unwhiten @ Q @ (Q.T @ whiten)
     if constrain_cov_trace and Q.shape[1]:
         # The orthogonal eraser of the same directions: the image of A (span Sigma_XZ).
-        U = np.linalg.qr(unwhiten @ Q)[0]
-        orthogonal = np.eye(p) - U @ U.T
-        alpha = _trace_mix(np.eye(p) - A, orthogonal, covariance)
+        U = xp.linalg.qr(unwhiten @ Q)[0]
+        orthogonal = eye - U @ U.T
+        alpha = _trace_mix(eye - A, orthogonal, covariance)
         if alpha < 1.0:
-            A = np.eye(p) - (orthogonal + alpha * (np.eye(p) - A - orthogonal))
+            A = eye - (orthogonal + alpha * (eye - A - orthogonal))
     return A, Q.shape[1]
 
 
@@ -343,22 +373,24 @@ def oracle_coefficients(moments, attributes="intersectional"):
     offsets : ndarray of shape (n_groups, p)
     slopes : ndarray of shape (p, n_covariates)
     """
+    xp, _ = namespace_of(moments.means)
     w = moments.proportions
     G = _group_design(moments, attributes)
     Gc = G - w @ G
     shift = moments.means - moments.pooled_mean
-    cov_xz = (shift * w[:, None]).T @ Gc
+    cov_xz = (shift * like(w, shift)[:, None]).T @ like(Gc, shift)
     cov_zz = (Gc * w[:, None]).T @ Gc
     q = moments.n_covariates
     if q:
         cov_xc, cov_cc = moments.cross_covariance()
-        dz = moments.covariate_means - w @ moments.covariate_means
+        dz = to_host(moments.covariate_means - like(w, shift) @ moments.covariate_means)
         cov_gc = (Gc * w[:, None]).T @ dz
-        cov_xz = np.concatenate((cov_xz, cov_xc), axis=1)
-        cov_zz = np.block([[cov_zz, cov_gc], [cov_gc.T, cov_cc]])
-    B = cov_xz @ np.linalg.pinv(cov_zz, rtol=1e-12, hermitian=True)
+        cov_xz = xp.concat((cov_xz, cov_xc), axis=1)
+        cov_zz = np.block([[cov_zz, cov_gc], [cov_gc.T, to_host(cov_cc)]])
+    # Sigma_ZZ has one row per group and attribute: its pseudo-inverse is taken on the host.
+    B = cov_xz @ like(np.linalg.pinv(cov_zz, rtol=1e-12, hermitian=True), cov_xz)
     m = G.shape[1]
-    return Gc @ B[:, :m].T, B[:, m:]
+    return like(Gc, B) @ B[:, :m].T, B[:, m:]
 
 
 def training_group_codes(groups, sensitive_features, n_samples, name):
@@ -598,6 +630,7 @@ class LinearErasure(FairpcaMixin, OneToOneFeatureMixin, TransformerMixin, BaseEs
     _supports_sample_weight = True
     _supports_partial_fit = True
     _supports_array_api = True
+    _solves_in_namespace = True
     _fit_min_samples = 1
     _min_group_size = 1
     _group_blind_fit = "the identity edit (nothing to erase)"
@@ -692,7 +725,11 @@ class LinearErasure(FairpcaMixin, OneToOneFeatureMixin, TransformerMixin, BaseEs
         if self._needs_fourth_moment():
             self._fourth = (moments.n_samples, *_fourth_moments(X, moments.pooled_mean, weights))
         grouped = sensitive_features is not None
-        self._fit_from_moments(moments, grouped=grouped, fair=grouped)
+        self._solve_moments(moments, grouped=grouped, fair=grouped)
+
+    def _fit_on_device(self, X, y, sensitive_features, weights):
+        # As in memory: the fourth moment's pass, if any, runs in X's namespace too.
+        self._fit_in_memory(X, y, sensitive_features, weights)
 
     def _fit_dask(self, X, y, sensitive_features, da):
         if self._needs_fourth_moment():
@@ -710,10 +747,7 @@ class LinearErasure(FairpcaMixin, OneToOneFeatureMixin, TransformerMixin, BaseEs
             self.__dict__.pop("_fourth", None)
             return super()._partial_fit_chunk(X, y, sensitive_features, weights)
         n_new = float(X.shape[0] if weights is None else np.sum(weights))
-        if weights is None:
-            new_mean = np.asarray(X.mean(axis=0)).ravel()
-        else:
-            new_mean = np.asarray(weights @ X).ravel() / max(n_new, np.finfo(float).tiny)
+        new_mean = _row_mean(X, weights)
         if held is None:
             q, t = _fourth_moments(X, new_mean, weights)
         else:
@@ -738,7 +772,9 @@ class LinearErasure(FairpcaMixin, OneToOneFeatureMixin, TransformerMixin, BaseEs
     def _fit_moments(self, moments, identity=False, grouped=True):
         rho = 0.0
         if identity:
-            erasure, rank = np.zeros((moments.n_features,) * 2), 0
+            xp, device = namespace_of(moments.means)
+            p = moments.n_features
+            erasure, rank = xp.zeros((p, p), dtype=moments.means.dtype, device=device), 0
         else:
             if self.method == "leace":
                 covariance = moments.covariance()
@@ -833,16 +869,22 @@ class LinearErasure(FairpcaMixin, OneToOneFeatureMixin, TransformerMixin, BaseEs
                 f"{name} was fitted without sensitive_features: there is no concept to "
                 "erase with; call transform(X) without them."
             )
-        X = check_estimator_data(self, X, reset=False, accept_sparse=SPARSE_FORMATS)
+        rows = self._device_rows(X, "transform")
+        if rows is None:
+            X = check_estimator_data(self, X, reset=False, accept_sparse=SPARSE_FORMATS)
+        else:  # fitted on array-API input: the edit in X's namespace, on its device
+            X, sensitive_features = rows, to_host(sensitive_features)
         n = X.shape[0]
         categorical, covariates, names = split_sensitive_features(
             sensitive_features, self._continuous_columns()
         )
         offsets, slopes = oracle_coefficients(moments, self.attributes)
+        xp, device = namespace_of(offsets)
         if categorical is None:
-            edit = np.repeat(offsets, n, axis=0)
+            edit = xp.broadcast_to(offsets, (n, offsets.shape[1]))
         else:
-            edit = offsets[training_group_codes(self.groups_, categorical, n, name)]
+            codes = training_group_codes(self.groups_, categorical, n, name)
+            edit = xp.take(offsets, xp.asarray(codes, device=device), axis=0)
         if covariates is not None:
             Z = check_covariates(covariates, n, names)
             if Z.shape[1] != slopes.shape[1]:
@@ -850,8 +892,8 @@ class LinearErasure(FairpcaMixin, OneToOneFeatureMixin, TransformerMixin, BaseEs
                     f"sensitive_features has {Z.shape[1]} continuous column(s); {name} was "
                     f"fitted with {slopes.shape[1]}."
                 )
-            zeta = moments.proportions @ moments.covariate_means
-            edit = edit + (Z - zeta) @ slopes.T
+            zeta = like(moments.proportions, slopes) @ moments.covariate_means
+            edit = edit + (like(Z, slopes) - zeta) @ slopes.T
         if issparse(X):
             return add_sparse(-edit, X)
         return X - edit

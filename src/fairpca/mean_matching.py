@@ -43,7 +43,10 @@ of ``X`` explained linearly by the attribute (the between-group covariance,
 respectively the covariance of the least-squares fit of ``X`` on ``Z``).
 
 Everything is computed from :class:`~fairpca.GroupMoments`: the method fits
-on Dask collections and streams chunks with ``partial_fit``.
+on Dask collections and streams chunks with ``partial_fit``. The functions
+below compute in the namespace of the moments (NumPy, or torch, CuPy, ... on
+their device: :mod:`fairpca._array_api`), with the standard's ``svd`` and
+``eigh``.
 
 References
 ----------
@@ -62,6 +65,7 @@ from typing import Literal
 
 import numpy as np
 
+from fairpca._array_api import like, namespace_of
 from fairpca._base import FairPCABase
 from fairpca._config import document_require_groups
 from fairpca._linalg import top_eigh
@@ -107,10 +111,13 @@ def attribute_mean_shifts(moments, attributes="intersectional"):
     Returns
     -------
     shifts : ndarray of shape (m, p)
+        In the namespace and on the device of the moments.
     proportions : ndarray of shape (m,)
+        On the host (NumPy), as the counts.
     """
     if attributes not in _ATTRIBUTE_MODES:
         raise ValueError(f"attributes must be one of {_ATTRIBUTE_MODES}, got {attributes!r}.")
+    xp, device = namespace_of(moments.means)
     shift = moments.means - moments.pooled_mean
     w = moments.proportions
     groups = moments.groups
@@ -120,10 +127,11 @@ def attribute_mean_shifts(moments, attributes="intersectional"):
     for j in range(len(groups[0])):
         values = [g[j] for g in groups]
         for value in dict.fromkeys(values):
-            rows = np.array([v == value for v in values])
+            rows = np.flatnonzero([v == value for v in values])
             proportions.append(w[rows].sum())
-            shifts.append(w[rows] @ shift[rows] / proportions[-1])
-    return np.array(shifts), np.array(proportions)
+            members = xp.take(shift, xp.asarray(rows, device=device), axis=0)
+            shifts.append(like(w[rows], shift) @ members / float(proportions[-1]))
+    return xp.stack(shifts), np.array(proportions)
 
 
 def mean_rounding(moments):
@@ -152,10 +160,12 @@ def mean_rounding(moments):
     -------
     tau : float
     """
-    if moments.means.size == 0:
+    if 0 in moments.means.shape:
         return 0.0
-    largest = float(np.max(np.abs(moments.means)))
-    return _MEAN_ROUNDING_ULPS * np.finfo(float).eps * np.sqrt(moments.n_features) * largest
+    xp, _ = namespace_of(moments.means)
+    largest = float(xp.max(xp.abs(moments.means)))
+    eps = float(xp.finfo(moments.means.dtype).eps)  # float32 on devices without float64
+    return _MEAN_ROUNDING_ULPS * eps * np.sqrt(moments.n_features) * largest
 
 
 def constraint_rank_cap(moments, attributes="intersectional"):
@@ -184,8 +194,9 @@ def constraint_columns(moments, attributes="intersectional"):
     (for groups the between-group covariance, summed over attributes when
     separate); ``span(B)`` is the span of ``Cov(X, [one-hot groups, Z])``.
     """
+    xp, _ = namespace_of(moments.means)
     groups = _weighted_columns(*attribute_mean_shifts(moments, attributes))
-    return np.concatenate((groups, covariate_columns(moments)), axis=1)
+    return xp.concat((groups, covariate_columns(moments)), axis=1)
 
 
 def covariate_columns(moments):
@@ -196,12 +207,14 @@ def covariate_columns(moments):
     ``Z`` without variance (collinear attributes) are dropped, so ``q`` may be
     smaller than the number of attributes; no attributes give ``q = 0``.
     """
+    xp, device = namespace_of(moments.means)
     if moments.n_covariates == 0:
-        return np.zeros((moments.n_features, 0))
+        return xp.zeros((moments.n_features, 0), dtype=moments.means.dtype, device=device)
     cov_xz, cov_zz = moments.cross_covariance()
-    values, vectors = np.linalg.eigh(cov_zz)
-    keep = values > _RANK_RTOL * values[-1]
-    return cov_xz @ (vectors[:, keep] / np.sqrt(values[keep]))
+    values, vectors = xp.linalg.eigh(cov_zz)
+    # Ascending eigenvalues: those kept are the last ones.
+    first = cov_zz.shape[0] - int(xp.count_nonzero(values > _RANK_RTOL * values[-1]))
+    return cov_xz @ (vectors[:, first:] / xp.sqrt(values[first:]))
 
 
 def check_continuous_attributes(value):
@@ -235,7 +248,7 @@ def check_continuous_attributes(value):
 
 def _weighted_columns(shifts, proportions):
     """``sqrt(w_g) (mu_g - mu)`` as columns: ``B B^T`` is the between-group covariance."""
-    return (shifts * np.sqrt(proportions)[:, None]).T
+    return (shifts * like(np.sqrt(proportions), shifts)[:, None]).T
 
 
 def constraint_bases(constraints, scale, rtol=_RANK_RTOL, *, noise=0.0, max_rank=None):
@@ -272,11 +285,13 @@ def constraint_bases(constraints, scale, rtol=_RANK_RTOL, *, noise=0.0, max_rank
     complement : ndarray of shape (p, p - r)
         Orthonormal columns spanning the null space of ``constraints.T``.
     """
+    xp, device = namespace_of(constraints)
     p = constraints.shape[0]
     if constraints.shape[1] == 0:
-        return np.zeros((p, 0)), np.eye(p)
-    U, singular, _ = np.linalg.svd(constraints, full_matrices=True)
-    rank = int(np.sum(singular > max(rtol * scale, noise)))
+        dtype = constraints.dtype
+        return xp.zeros((p, 0), dtype=dtype, device=device), xp.eye(p, dtype=dtype, device=device)
+    U, singular, _ = xp.linalg.svd(constraints, full_matrices=True)
+    rank = int(xp.count_nonzero(singular > max(rtol * scale, noise)))
     if max_rank is not None:
         rank = min(rank, int(max_rank))
     return U[:, :rank], U[:, rank:]
@@ -307,7 +322,8 @@ def moments_constraint_bases(moments, attributes="intersectional", constraints=N
     """
     if constraints is None:
         constraints = constraint_columns(moments, attributes)
-    scale = float(np.sqrt(max(float(np.sum(moments.variances)), 0.0)))
+    xp, _ = namespace_of(moments.means)
+    scale = float(np.sqrt(max(float(xp.sum(moments.variances)), 0.0)))
     return constraint_bases(
         constraints,
         scale,
@@ -331,18 +347,19 @@ def group_covariances(moments, ddof=0):
             f"covariance_ddof={ddof} divides each group's scatter by n_a - {ddof}: every "
             f"group needs more than {ddof} row(s); the smallest has {counts.min():g}."
         )
-    return moments.scatters / (counts - ddof)[:, None, None]
+    return moments.scatters / like(counts - ddof, moments.scatters)[:, None, None]
 
 
 def _covariance_matching_basis(moments, basis, rank, ddof=0):
     """The ``rank`` directions of ``span(basis)`` where the group covariances differ least."""
+    xp, device = namespace_of(basis)
     covariances = group_covariances(moments, ddof)
     weights = moments.proportions
-    within = np.tensordot(weights, covariances, axes=1)
-    spread = np.zeros((basis.shape[1],) * 2)
-    for w, C in zip(weights, covariances, strict=True):
-        D = basis.T @ (C - within) @ basis
-        spread += w * (D @ D)
+    within = xp.tensordot(like(weights, basis), covariances, axes=1)
+    spread = xp.zeros((basis.shape[1],) * 2, dtype=basis.dtype, device=device)
+    for a, w in enumerate(weights):
+        D = basis.T @ (covariances[a, ...] - within) @ basis
+        spread = spread + float(w) * (D @ D)
     # Smallest eigenvalues of the PSD spread: top eigenpairs of its negative.
     return basis @ top_eigh(-spread, rank)[1]
 
@@ -417,12 +434,13 @@ def mean_matching_components(
 
 def constraint_gaps(moments, shifts, components):
     """How far ``components`` are from the constraints; see :func:`mean_matching_components`."""
-    mean_gap = float(np.max(np.linalg.norm(shifts @ components.T, axis=1)))
+    xp, _ = namespace_of(components)
+    mean_gap = float(xp.max(xp.linalg.vector_norm(shifts @ components.T, axis=1)))
     covariance_gap = 0.0
     if moments.n_covariates:
         cov_xz, cov_zz = moments.cross_covariance()
-        per_unit = (components @ cov_xz) / np.sqrt(np.diag(cov_zz))
-        covariance_gap = float(np.max(np.linalg.norm(per_unit, axis=0)))
+        per_unit = (components @ cov_xz) / xp.sqrt(xp.linalg.diagonal(cov_zz))
+        covariance_gap = float(xp.max(xp.linalg.vector_norm(per_unit, axis=0)))
     return {"mean_gap": mean_gap, "covariance_gap": covariance_gap}
 
 
@@ -536,6 +554,7 @@ class MeanMatchingFairPCA(FairPCABase):
 
     _moments_only = True
     _supports_array_api = True
+    _solves_in_namespace = True
 
     def __init__(
         self,

@@ -25,7 +25,14 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 from numpy.typing import ArrayLike
 
-from fairpca._array_api import device_namespace, float_dtypes, held_namespace, to_host
+from fairpca._array_api import (
+    device_namespace,
+    float_dtypes,
+    held_namespace,
+    like,
+    namespace_of,
+    to_host,
+)
 from fairpca._dask import (
     _dask_labels,
     _dask_rows,
@@ -348,9 +355,9 @@ class GroupMoments:
 
         Moments of array-API input (torch, CuPy, ... under scikit-learn's
         ``array_api_dispatch``) are held in the input's namespace, on its
-        device; this copies them (``k`` matrices ``p x p``) to the host, where
-        the estimators solve their small problem. NumPy moments are returned as
-        they are.
+        device, where the quantities below are computed; this copies them
+        (``k`` matrices ``p x p``) to the host, for the solvers that iterate
+        in NumPy. NumPy moments are returned as they are.
         """
         if self._device() is None:
             return self
@@ -395,7 +402,7 @@ class GroupMoments:
     @property
     def pooled_mean(self) -> np.ndarray:
         """Mean of all rows, shape (n_features,)."""
-        return self.proportions @ self.means
+        return like(self.proportions, self.means) @ self.means
 
     def second_moment(
         self, center: Literal["pooled", "group"] | ArrayLike | None = "pooled"
@@ -412,9 +419,12 @@ class GroupMoments:
         Returns
         -------
         M : ndarray of shape (n_groups, n_features, n_features)
+            In the namespace and on the device of the moments (as every
+            quantity below; the counts and proportions stay NumPy arrays).
         """
-        counts = np.where(self.counts > 0, self.counts, 1)[:, None, None]
-        covariances = self.scatters / counts
+        xp, device = namespace_of(self.scatters)
+        counts = like(np.where(self.counts > 0, self.counts, 1), self.scatters)
+        covariances = self.scatters / counts[:, None, None]
         if isinstance(center, str):
             if center == "group":
                 return covariances
@@ -424,11 +434,12 @@ class GroupMoments:
                 )
             c = self.pooled_mean
         elif center is None:
-            c = np.zeros(self.n_features)
+            c = xp.zeros(self.n_features, dtype=self.means.dtype, device=device)
         else:
-            c = np.asarray(center, dtype=np.float64)
+            c = np.asarray(to_host(center), dtype=np.float64)
             if c.shape != (self.n_features,):
                 raise ValueError(f"center must have shape ({self.n_features},), got {c.shape}.")
+            c = like(c, self.means)
         shift = self.means - c
         return covariances + shift[:, :, None] * shift[:, None, :]
 
@@ -439,12 +450,14 @@ class GroupMoments:
         ``(sum_a diag(S_a) + n_a (mu_a - mu)^2) / n``, shape (n_features,), in
         O(n_groups n_features) without forming a p x p matrix.
         """
-        spread = np.diagonal(self.scatters, axis1=1, axis2=2).sum(axis=0)
-        return (spread + self.counts @ (self.means - self.pooled_mean) ** 2) / self.n_samples
+        xp, _ = namespace_of(self.scatters)
+        spread = xp.sum(xp.linalg.diagonal(self.scatters), axis=0)
+        between = like(self.counts, self.means) @ (self.means - self.pooled_mean) ** 2
+        return (spread + between) / self.n_samples
 
     def covariance(self) -> np.ndarray:
         """Covariance of all rows around the pooled mean (divisor n), shape (p, p)."""
-        return np.einsum("a,aij->ij", self.proportions, self.second_moment("pooled"))
+        return weighted_sum(self.proportions, self.second_moment("pooled"))
 
     def cross_covariance(self) -> tuple[np.ndarray, np.ndarray]:
         """Pooled covariances of ``X`` with the covariates and of the covariates.
@@ -459,11 +472,12 @@ class GroupMoments:
         """
         if self.covariate_means is None:
             raise ValueError("these moments track no continuous attributes (covariates).")
-        w, n = self.proportions, self.n_samples
+        xp, _ = namespace_of(self.means)
+        w, n = like(self.proportions, self.means), self.n_samples
         dx = self.means - self.pooled_mean
         dz = self.covariate_means - w @ self.covariate_means
-        cov_xz = self.cross_scatters.sum(axis=0) / n + (dx * w[:, None]).T @ dz
-        cov_zz = self.covariate_scatters.sum(axis=0) / n + (dz * w[:, None]).T @ dz
+        cov_xz = xp.sum(self.cross_scatters, axis=0) / n + (dx * w[:, None]).T @ dz
+        cov_zz = xp.sum(self.covariate_scatters, axis=0) / n + (dz * w[:, None]).T @ dz
         return cov_xz, cov_zz
 
 
@@ -553,6 +567,20 @@ def _group_scatters(X, codes, counts, covariates=None, weights=None):
         scatters[redo] = grams - counts[redo][:, None, None] * delta[:, :, None] * delta[:, None, :]
     _check_scatters(X, scatters, counts)
     return means, scatters
+
+
+def weighted_sum(weights, stack):
+    """``sum_a weights[a] stack[a]`` in the order of ``a``, in the namespace of ``stack``.
+
+    ``weights`` are host numbers (counts, proportions). Summed in order, as
+    ``np.einsum("a,aij->ij", ...)`` does, so that NumPy fits keep their last
+    bits (a ``tensordot`` rounds differently, and the iterative solvers
+    amplify that).
+    """
+    total = float(weights[0]) * stack[0, ...]
+    for a in range(1, len(weights)):
+        total = total + float(weights[a]) * stack[a, ...]
+    return total
 
 
 def _pairwise_update(mean, scatter, n1, other_mean, other_scatter, n2):
