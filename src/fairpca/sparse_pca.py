@@ -413,7 +413,7 @@ class FairSparsePCA(FairPCABase):
     support is found by forward selection with single exchanges, which
     returns a support no single exchange improves (not necessarily the
     global optimum, which is NP-hard to find in general). See the module
-    docstring for the derivation and :func:`fair_sparse_pca_path` for the
+    docstring for the derivation and :func:`~fairpca.sparse_pca.fair_sparse_pca_path` for the
     loadings against ``s``.
 
     Parameters
