@@ -5,6 +5,7 @@ argument, before any heavy computation starts.
 """
 
 import numbers
+import sys
 
 import numpy as np
 from scipy import sparse
@@ -210,40 +211,145 @@ def check_sensitive_features(
     """
     if sensitive_features is None:
         raise ValueError(f"{name} is required: pass one group label per row of X.")
-    if hasattr(sensitive_features, "to_numpy"):
-        labels = sensitive_features.to_numpy()
+    if _is_pandas(sensitive_features) and sensitive_features.ndim == 2:
+        if sensitive_features.shape[1] == 1:
+            sensitive_features = sensitive_features.iloc[:, 0]
+    if _is_pandas(sensitive_features) and sensitive_features.ndim == 1:
+        encoded = _encode_pandas_labels(sensitive_features, n_samples, name)
     else:
-        try:
-            labels = np.asarray(sensitive_features)
-        except ValueError as exc:
-            raise ValueError(f"{name} could not be read as an array: {exc}") from exc
-    if labels.ndim == 2 and labels.shape[1] == 1:
-        labels = labels[:, 0]
-    if labels.ndim == 2 and labels.shape[1] > 1:
-        encoded = _intersectional_groups(sensitive_features, labels, n_samples, name)
-    else:
-        encoded = _encode_1d_labels(labels, n_samples, name)
-    groups, codes, counts = encoded
+        if hasattr(sensitive_features, "to_numpy"):
+            labels = sensitive_features.to_numpy()
+        else:
+            try:
+                labels = np.asarray(sensitive_features)
+            except ValueError as exc:
+                raise ValueError(f"{name} could not be read as an array: {exc}") from exc
+        if labels.ndim == 2 and labels.shape[1] == 1:
+            labels = labels[:, 0]
+        if labels.ndim == 2 and labels.shape[1] > 1:
+            encoded = _intersectional_groups(sensitive_features, labels, n_samples, name)
+        else:
+            encoded = _encode_1d_labels(labels, n_samples, name)
+    groups, codes = encoded
     _check_n_groups(groups, min_groups, name)
     if min_group_size > 1:
+        counts = np.bincount(codes, minlength=len(groups))
         _check_group_sizes(groups, counts, min_group_size, name)
     return groups, codes
 
 
+def _is_pandas(obj):
+    """Whether ``obj`` is a pandas Series, Index, array or DataFrame (without importing pandas)."""
+    return type(obj).__module__.startswith("pandas") and hasattr(obj, "ndim")
+
+
+def _check_label_count(n_labels, n_samples, name):
+    if n_labels != n_samples:
+        raise ValueError(
+            f"{name} has {n_labels} labels but X has {n_samples} rows; "
+            "they must have the same length."
+        )
+    if n_labels == 0:
+        raise ValueError(f"{name} is empty.")
+
+
+def _encode_pandas_labels(labels, n_samples, name):
+    """Encode a pandas column by its own hash factorisation: ``(groups, codes)``.
+
+    Only the distinct values are validated and sorted; a column with missing
+    or unhashable entries takes the NumPy route, whose checks name them.
+    """
+    _check_label_count(len(labels), n_samples, name)
+    try:
+        codes, distinct = labels.factorize()
+    except TypeError:  # unhashable labels
+        codes = None
+    if codes is None or codes.min() < 0:
+        return _encode_1d_labels(labels.to_numpy(), n_samples, name)
+    return _encode_distinct(np.asarray(distinct), codes, name, labels.to_numpy)
+
+
 def _encode_1d_labels(labels, n_samples, name):
-    """Validate one label per row and encode them: ``(groups, codes, counts)``."""
+    """Validate one label per row and encode them: ``(groups, codes)``."""
     if labels.ndim != 1:
         raise ValueError(
             f"{name} must have one label per row (1-D), or one column per attribute "
             f"(2-D), got shape {labels.shape}."
         )
-    if labels.shape[0] != n_samples:
-        raise ValueError(
-            f"{name} has {labels.shape[0]} labels but X has {n_samples} rows; "
-            "they must have the same length."
-        )
-    if labels.shape[0] == 0:
-        raise ValueError(f"{name} is empty.")
+    _check_label_count(labels.shape[0], n_samples, name)
+    if labels.dtype.kind not in "OUS":
+        return _encode_labels(_typed_labels(labels, name))
+    try:
+        distinct, codes = _factorize(labels)
+    except TypeError as exc:
+        _typed_labels(labels, name)  # names the label type that cannot be hashed
+        raise TypeError(f"{name} labels must be hashable: {exc}") from exc
+    return _encode_distinct(distinct, codes, name, lambda: labels)
+
+
+def _factorize(labels):
+    """Distinct labels in order of first appearance and each row's index into them.
+
+    One hash pass (linear time): sorting strings or Python objects, as
+    :func:`numpy.unique` does, costs ``n log n`` slow comparisons. The hash
+    table is pandas' when pandas is already loaded (about three times faster),
+    else a dictionary; pandas is never imported for it.
+
+    Parameters
+    ----------
+    labels : ndarray of shape (n_samples,), dtype object, str or bytes
+
+    Returns
+    -------
+    distinct : ndarray of shape (n_distinct,), dtype of ``labels``
+    codes : ndarray of shape (n_samples,), dtype intp
+        ``distinct[codes]`` recovers the labels.
+    """
+    pandas = sys.modules.get("pandas")
+    if pandas is not None:
+        codes, distinct = pandas.factorize(labels)
+        if codes.min() >= 0:  # else missing labels: the dictionary keeps them to be named
+            return distinct.astype(labels.dtype, copy=False), codes.astype(np.intp, copy=False)
+    rows = labels.tolist()
+    index = {label: i for i, label in enumerate(dict.fromkeys(rows))}
+    codes = np.fromiter(map(index.__getitem__, rows), dtype=np.intp, count=len(rows))
+    return np.fromiter(index, dtype=labels.dtype, count=len(index)), codes
+
+
+def _encode_distinct(distinct, codes, name, rows):
+    """Validate and sort the distinct labels of a factorisation, and renumber its codes.
+
+    Parameters
+    ----------
+    distinct : ndarray of shape (n_distinct,)
+        The distinct labels, in any order.
+    codes : ndarray of shape (n_samples,), dtype intp
+        ``distinct[codes]`` are the labels.
+    name : str
+        Argument name used in error messages.
+    rows : callable
+        Returns all labels as an array; called only for object labels that
+        are numbers or booleans, whose types must be read row by row.
+
+    Returns
+    -------
+    groups, codes
+        As :func:`_encode_labels`.
+    """
+    typed = _typed_labels(distinct, name)
+    if distinct.dtype.kind == "O" and typed.dtype.kind in "bif":
+        # True and 1 are one dictionary key: a mix of both shows only in the rows.
+        _typed_labels(np.asarray(rows()), name)
+    groups, rank = _encode_labels(typed)
+    return groups, rank[codes]
+
+
+def _typed_labels(labels, name):
+    """Check the label values and give object labels the dtype of their kind.
+
+    Numbers become int64 (all integral) or float64, strings str and booleans
+    bool; missing values, mixed kinds and other types are refused.
+    """
     if labels.dtype.kind == "f":
         if not np.all(np.isfinite(labels)):
             raise ValueError(f"{name} contains NaN or infinite labels.")
@@ -276,7 +382,7 @@ def _encode_1d_labels(labels, n_samples, name):
             labels = labels.astype(str if kind == "string" else bool)
     elif labels.dtype.kind not in "iubUS":
         raise TypeError(f"{name} has unsupported dtype {labels.dtype}.")
-    return _encode_labels(labels)
+    return labels
 
 
 def _intersectional_groups(sensitive_features, labels, n_samples, name):
@@ -300,19 +406,22 @@ def _intersectional_groups(sensitive_features, labels, n_samples, name):
         check_sensitive_features(column, n_samples, f"{name} column {column_name}")
         for column, column_name in zip(columns, names, strict=True)
     ]
-    cells, codes, counts = np.unique(
-        np.stack([c for _, c in encoded], axis=1), axis=0, return_inverse=True, return_counts=True
-    )
+    # Column by column, (cell so far, value) -> one integer; ``cell * size + value``
+    # keeps the lexicographic order and, renumbered at each step, stays below n^2.
+    codes, cells = np.zeros(n_samples, dtype=np.intp), np.zeros((1, 0), dtype=np.intp)
+    for values, column_codes in encoded:
+        present, codes = _encode_labels(codes * len(values) + column_codes)
+        cells = np.column_stack([cells[present // len(values)], present % len(values)])
     groups = np.empty(len(cells), dtype=object)
     groups[:] = [
         tuple(_plain(values[i]) for (values, _), i in zip(encoded, cell, strict=True))
         for cell in cells
     ]
-    return groups, codes.reshape(-1).astype(np.intp), counts
+    return groups, codes
 
 
 def _encode_labels(labels):
-    """Sorted distinct labels, the integer code of each row and the rows per label.
+    """Sorted distinct labels and the integer code of each row.
 
     Integer and boolean labels spanning a range no wider than the number of
     rows are counted into a table (linear time); other labels are sorted by
@@ -328,7 +437,6 @@ def _encode_labels(labels):
     groups : ndarray of shape (n_groups,)
     codes : ndarray of shape (n_samples,), dtype intp
         ``groups[codes]`` recovers the labels.
-    counts : ndarray of shape (n_groups,), dtype intp
     """
     # uint64 is left to np.unique: its values need not fit in intp.
     if labels.dtype.kind in "ib" or (labels.dtype.kind == "u" and labels.dtype.itemsize < 8):
@@ -344,11 +452,9 @@ def _encode_labels(labels):
                 lookup = np.zeros(len(table), dtype=np.intp)
                 lookup[present] = np.arange(len(present))
                 offsets = lookup[offsets]
-            groups = (present + low).astype(labels.dtype)
-            return groups, offsets, table[present]
+            return (present + low).astype(labels.dtype), offsets
     groups, codes = np.unique(labels, return_inverse=True)
-    codes = codes.astype(np.intp, copy=False)
-    return groups, codes, np.bincount(codes, minlength=len(groups))
+    return groups, codes.astype(np.intp, copy=False)
 
 
 def split_sensitive_features(sensitive_features, continuous):
