@@ -37,7 +37,7 @@ import fairpca._methods as _methods
 import fairpca._output as _output
 import fairpca.plotting as plotting
 from fairpca._group_outcomes import WORSE_OFF_COLUMN
-from fairpca._validation import _plain
+from fairpca._validation import _plain, check_sensitive_features
 from fairpca.metrics import describe_metric, metric_family
 from fairpca.metrics._registry import FLAGS, legend
 from fairpca.pareto import _WORSE_OFF_FACTOR, _WORSE_OFF_FLOOR
@@ -109,7 +109,8 @@ def every_method_table(comparison: Comparison) -> pd.DataFrame:
 
 def noisy_groups(s_test: ArrayLike, min_rows: int = NOISY_GROUP_ROWS) -> dict[Any, int]:
     """Held-out groups with fewer than ``min_rows`` rows: ``{group: rows}``."""
-    labels, counts = np.unique(np.asarray(s_test), return_counts=True)
+    labels, codes = check_sensitive_features(s_test, len(s_test), "s_test")
+    counts = np.bincount(codes, minlength=len(labels))
     return {
         _plain(label): int(count)
         for label, count in zip(labels, counts, strict=True)

@@ -16,6 +16,7 @@ from numpy.typing import ArrayLike
 
 from fairpca._curve import QUALITY, frontier_mask
 from fairpca._output import plot_text
+from fairpca._validation import check_sensitive_features
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -390,13 +391,12 @@ def protected_loadings(
         Zero for a component with constant scores.
     """
     scores = np.asarray(scores, dtype=float)
-    s = np.asarray(sensitive_features)
-    groups = np.unique(s)
+    groups, codes = check_sensitive_features(sensitive_features, scores.shape[0])
     centred = scores - scores.mean(axis=0)
     norms = np.linalg.norm(centred, axis=0)
     loadings = np.zeros((len(groups), scores.shape[1]))
-    for i, g in enumerate(groups):
-        indicator = (s == g).astype(float)
+    for i in range(len(groups)):
+        indicator = (codes == i).astype(float)
         indicator -= indicator.mean()
         denominator = norms * np.linalg.norm(indicator)
         ok = denominator > 0
@@ -441,16 +441,15 @@ def plot_protected_biplot(
     -------
     fig : matplotlib.figure.Figure
     """
-    s = np.asarray(sensitive_features)
     X = np.asarray(X, dtype=float)
+    groups, codes = check_sensitive_features(sensitive_features, X.shape[0])
     if feature_names is None:
         feature_names = [f"x{j}" for j in range(X.shape[1])]
     rng = np.random.default_rng(random_state)
-    shown = rng.permutation(len(s))[:max_points]
+    shown = rng.permutation(len(codes))[:max_points]
     names = list(projections)
     n_cols = min(3, len(names))
     n_rows = -(-len(names) // n_cols)
-    groups = np.unique(s)
     # The legend below: a column per panel (its two explanations are long), and the
     # figure taller by its rows; wide enough for the title even with one panel.
     legend_cols = n_cols
@@ -467,7 +466,7 @@ def plot_protected_biplot(
             raise ValueError(f"{name} has fewer than 2 components: no biplot.")
         panels[name] = (
             scores[:, :2],
-            protected_loadings(scores[:, :2], s)[1],
+            protected_loadings(scores[:, :2], codes)[1],
             _feature_loadings(X, scores[:, :2]),
         )
     # Correlations of a fair projection are small: one magnification for every
@@ -486,8 +485,8 @@ def plot_protected_biplot(
                 arrowprops={"arrowstyle": "->", "lw": 1.0, "color": "0.45", "shrinkA": 0},
             )
             feature_labels.setdefault(name, []).append((*features[j], feature_names[j]))
-        for g in groups:
-            rows = shown[s[shown] == g]
+        for i in range(len(groups)):
+            rows = shown[codes[shown] == i]
             ax.scatter(scores[rows, 0] / scale, scores[rows, 1] / scale, s=8, alpha=0.35)
         for i in range(len(groups)):
             ax.annotate(
@@ -570,11 +569,9 @@ def plot_communality(
     """
     names = list(projections)
     loadings = {}
-    groups = np.unique(np.asarray(sensitive_features))
+    groups, codes = check_sensitive_features(sensitive_features, np.shape(X)[0])
     for name in names:
-        groups, loadings[name] = protected_loadings(
-            projections[name].transform(X), sensitive_features
-        )
+        loadings[name] = protected_loadings(projections[name].transform(X), codes)[1]
     n_groups = len(groups)
     height = 0.8 / max(n_groups, 1)
     fig = _figure(
@@ -642,7 +639,7 @@ def plot_projections(
     fig : matplotlib.figure.Figure
         One panel per method, with shared axes so the spreads compare.
     """
-    s = np.asarray(sensitive_features)
+    groups, codes = check_sensitive_features(sensitive_features, np.shape(X)[0])
     names = list(projections)
     titles = {} if titles is None else titles
     fig = _figure(figsize=(3.9 * len(names), 4.3), layout="constrained")
@@ -652,8 +649,8 @@ def plot_projections(
         scores = projections[name].transform(X)
         if scores.shape[1] < 2:
             raise ValueError(f"{name} has fewer than 2 components: nothing to scatter.")
-        for i, g in enumerate(np.unique(s)):
-            rows = s == g
+        for i, g in enumerate(groups):
+            rows = codes == i
             ax.scatter(
                 scores[rows, 0],
                 scores[rows, 1],
