@@ -67,7 +67,10 @@ EXPECTED_FAILED_CHECKS = {
 }
 
 #: The FairPCABase projections (the ten estimators less the four beside the base).
-PROJECTIONS = [cls for cls in fairpca.all_estimators() if issubclass(cls, FairPCABase)]
+# FairPLS (supervised: fit needs y) has these checks in tests/test_fair_pls.py.
+PROJECTIONS = [
+    cls for cls in fairpca.all_estimators(supervised=False) if issubclass(cls, FairPCABase)
+]
 
 
 def _checked(cls):
@@ -531,13 +534,16 @@ def test_all_estimators_lists_the_ten_and_filters_by_capability():
     from fairpca._registry import ESTIMATORS
 
     assert fairpca.all_estimators() == list(ESTIMATORS.values())
-    assert len(ESTIMATORS) == 11
+    assert len(ESTIMATORS) == 12
     # In the order of fairpca.__all__.
     assert list(ESTIMATORS) == [name for name in fairpca.__all__ if name in ESTIMATORS]
     assert fairpca.all_estimators(linear_projection=True) == [
-        *PROJECTIONS,
+        *PROJECTIONS[:1],
+        fairpca.FairPLS,
+        *PROJECTIONS[1:],
         fairpca.StreamingFairPCA,
     ]
+    assert fairpca.all_estimators(supervised=True) == [fairpca.FairPLS]
     assert fairpca.all_estimators(linear_projection=False) == [
         fairpca.FairKernelPCA,
         fairpca.LinearErasure,
@@ -557,7 +563,7 @@ def test_all_estimators_lists_the_ten_and_filters_by_capability():
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")  # small groups: not the point here
-@pytest.mark.parametrize("cls", fairpca.all_estimators(), ids=lambda c: c.__name__)
+@pytest.mark.parametrize("cls", fairpca.all_estimators(supervised=False), ids=lambda c: c.__name__)
 def test_capabilities_agree_with_the_classes(cls):
     """Each row of the table, checked by doing what it promises (or failing to)."""
     import scipy.sparse
@@ -611,7 +617,10 @@ def test_compare_leaves_out_the_estimators_whose_transform_needs_groups():
     from fairpca._methods import make_methods
 
     needs = {cls.__name__ for cls in fairpca.all_estimators(transform_needs_groups=True)}
-    takes_x = [cls.__name__ for cls in fairpca.all_estimators(transform_needs_groups=False)]
+    takes_x = [
+        cls.__name__
+        for cls in fairpca.all_estimators(transform_needs_groups=False, supervised=False)
+    ]
     assert needs == {"QuadraticErasure"}
     assert sorted(make_methods(2, 0)) == sorted(["PCA", *takes_x])
     with pytest.raises(ValueError, match="unknown method"):
@@ -633,7 +642,7 @@ def _assert_same_state(est, state):
             assert getattr(est, k) is v
 
 
-@pytest.mark.parametrize("cls", fairpca.all_estimators(), ids=lambda c: c.__name__)
+@pytest.mark.parametrize("cls", fairpca.all_estimators(supervised=False), ids=lambda c: c.__name__)
 def test_without_groups_one_policy_for_all_ten(cls):
     """fit(X) fits the group-blind answer with a GroupBlindFitWarning, the same for all."""
     X, s = _shifted_groups()
@@ -666,7 +675,7 @@ def test_without_groups_one_policy_for_all_ten(cls):
             stream.partial_fit(X[:40], sensitive_features=s[:40])
 
 
-@pytest.mark.parametrize("cls", fairpca.all_estimators(), ids=lambda c: c.__name__)
+@pytest.mark.parametrize("cls", fairpca.all_estimators(supervised=False), ids=lambda c: c.__name__)
 def test_without_groups_refused_when_required(cls):
     """require_groups (parameter, package setting, routed request): a ValueError, no change."""
     X, s = _shifted_groups()

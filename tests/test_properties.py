@@ -25,7 +25,10 @@ SCALE_FREE = (
     fairpca.ParetoFairPCA,
 )
 #: The FairPCABase projections (solved from the group moments, to the level checked here).
-ESTIMATORS = [cls for cls in fairpca.all_estimators() if issubclass(cls, fairpca.FairPCABase)]
+# FairPLS (supervised: fit needs y) has these checks in tests/test_fair_pls.py.
+ESTIMATORS = [
+    cls for cls in fairpca.all_estimators(supervised=False) if issubclass(cls, fairpca.FairPCABase)
+]
 #: Iterative solvers stopped at a tolerance (MinMaxLossFairPCA's and ConvexFairPCA's
 #: duality gaps) or a step budget (RobustFairPCA's subgradient steps): their optimal
 #: value is determined to that tolerance; their components, where the optimum is

@@ -22,7 +22,8 @@ def _fit_and_catch(fit, category):
     return hits
 
 
-@pytest.mark.parametrize("cls", fairpca.all_estimators(), ids=lambda c: c.__name__)
+# FairPLS (supervised: fit needs y) has these checks in tests/test_fair_pls.py.
+@pytest.mark.parametrize("cls", fairpca.all_estimators(supervised=False), ids=lambda c: c.__name__)
 def test_group_blind_warning_points_at_the_caller(cls):
     est = cls()
     for w in _fit_and_catch(lambda: est.fit(X), fairpca.GroupBlindFitWarning):

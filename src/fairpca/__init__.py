@@ -12,6 +12,7 @@ from fairpca._config import GroupBlindFitWarning, config_context, get_config, se
 from fairpca._registry import all_estimators, estimator_capabilities
 from fairpca.convex import ConvexFairPCA
 from fairpca.erasure import LinearErasure
+from fairpca.fair_pls import FairPLS
 from fairpca.kernel_pca import FairKernelPCA
 from fairpca.mean_matching import MeanMatchingFairPCA
 from fairpca.minmax_loss import MinMaxLossFairPCA
@@ -30,6 +31,7 @@ __version__ = "0.1.0.dev0"
 __all__ = [
     "ConvexFairPCA",
     "FairKernelPCA",
+    "FairPLS",
     "FairPCABase",
     "FairSparsePCA",
     "GroupBlindFitWarning",

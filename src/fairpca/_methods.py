@@ -38,6 +38,7 @@ def make_methods(
     *,
     projections_only: bool = False,
     names: Collection[str] | None = None,
+    supervised: bool = False,
 ) -> dict[str, BaseEstimator]:
     """Every method to compare at its default hyper-parameters, keyed by display name.
 
@@ -51,8 +52,11 @@ def make_methods(
     and has no ``n_components``). Estimators whose ``transform`` needs the
     groups (``transform_needs_groups``: :class:`~fairpca.QuadraticErasure`)
     are never listed: a comparison transforms the test rows without them.
-    ``names`` keeps only the listed methods (PCA, the reference, always
-    stays); an unknown name is a ``ValueError`` listing the valid ones.
+    The estimators that need a target (``supervised``: :class:`~fairpca.FairPLS`)
+    are listed only with ``supervised=True`` (the split has one); naming one
+    without is a ``ValueError`` saying so. ``names`` keeps only the listed
+    methods (PCA, the reference, always stays); an unknown name is a
+    ``ValueError`` listing the valid ones.
     """
     from sklearn.decomposition import PCA
 
@@ -64,6 +68,10 @@ def make_methods(
     others = [c for c in all_estimators(linear_projection=False) if not c._transform_needs_groups]
     if not projections_only:
         classes += others
+    # Read on the class too (the registry's ``supervised``), for the same reason.
+    needs_target = [c.__name__ for c in classes if getattr(c, "_supervised", False)]
+    if not supervised:
+        classes = [c for c in classes if c.__name__ not in needs_target]
     methods = {"PCA": PCA(n_components=n_components, random_state=random_state)}
     for cls in classes:
         params = cls().get_params()
@@ -73,6 +81,11 @@ def make_methods(
         methods[cls.__name__] = cls(**kwargs)
     if names is None:
         return methods
+    untargeted = [name for name in names if name in needs_target and not supervised]
+    if untargeted:
+        raise ValueError(
+            f"{', '.join(untargeted)} need(s) a target to fit: give one (--target COLUMN)."
+        )
     valid = [*methods, *(cls.__name__ for cls in others if projections_only)]
     unknown = [name for name in names if name not in valid]
     if unknown:
@@ -87,7 +100,13 @@ def fit_all(split, n_components, random_state, time_budget, progress, *, refit=F
     ``refit`` (the refits at other dimensions) the methods that are not linear
     projections are left out.
     """
-    methods = make_methods(n_components, random_state, projections_only=refit, names=names)
+    methods = make_methods(
+        n_components,
+        random_state,
+        projections_only=refit,
+        names=names,
+        supervised=getattr(split, "y_train", None) is not None,
+    )
     suffix = f" (d = {n_components})" if refit else ""
     return fit_methods(methods, split, time_budget=time_budget, progress=progress, suffix=suffix)
 

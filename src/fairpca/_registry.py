@@ -14,6 +14,7 @@ import inspect
 
 from fairpca.convex import ConvexFairPCA
 from fairpca.erasure import LinearErasure
+from fairpca.fair_pls import FairPLS
 from fairpca.kernel_pca import FairKernelPCA
 from fairpca.mean_matching import MeanMatchingFairPCA
 from fairpca.minmax_loss import MinMaxLossFairPCA
@@ -32,6 +33,7 @@ ESTIMATORS = {
     for cls in (
         ConvexFairPCA,
         FairKernelPCA,
+        FairPLS,
         FairSparsePCA,
         LinearErasure,
         MMDFairPCA,
@@ -86,6 +88,10 @@ class Capabilities:
         (torch, CuPy, array-api-strict) under scikit-learn's
         ``array_api_dispatch=True`` and compute in their namespace, on their
         device (its scikit-learn tag ``array_api_support``).
+    supervised : bool
+        ``fit`` needs the target ``y`` (its scikit-learn tag
+        ``target_tags.required``): :class:`~fairpca.FairPLS`. Workflows list it
+        only when a target is given (``fairpca compare --target``).
     """
 
     name: str
@@ -97,6 +103,7 @@ class Capabilities:
     sample_weight: bool
     transform_needs_groups: bool
     array_api: bool
+    supervised: bool
 
 
 @functools.cache
@@ -111,6 +118,7 @@ def _capabilities(cls):
         sample_weight=cls._supports_sample_weight,
         transform_needs_groups=cls._transform_needs_groups,
         array_api=cls._supports_array_api,
+        supervised=getattr(cls, "_supervised", False),
     )
 
 
@@ -129,7 +137,7 @@ def estimator_capabilities(
     capabilities : Capabilities or dict of str to Capabilities
         A frozen record (fields ``name``, ``fair``, ``linear_projection``,
         ``partial_fit``, ``dask``, ``sparse``, ``sample_weight``,
-        ``transform_needs_groups``, ``array_api``) for one
+        ``transform_needs_groups``, ``array_api``, ``supervised``) for one
         estimator; for all, a dict from class name to record in the order of
         :func:`all_estimators`.
 
@@ -159,21 +167,21 @@ def all_estimators(**capabilities: bool) -> list[type]:
     **capabilities : bool
         Fields of :class:`Capabilities` (``linear_projection``, ``partial_fit``,
         ``dask``, ``sparse``, ``sample_weight``, ``transform_needs_groups``,
-        ``fair``) and the value each
+        ``fair``, ``supervised``) and the value each
         listed class must have, e.g. ``all_estimators(linear_projection=True)``
         for the fair projections with ``components_``.
 
     Returns
     -------
     classes : list of type
-        The eleven estimator classes (those with the capabilities asked for), in
+        The twelve estimator classes (those with the capabilities asked for), in
         the order of ``fairpca.__all__``.
 
     Examples
     --------
     >>> import fairpca
     >>> len(fairpca.all_estimators())
-    11
+    12
     >>> [cls.__name__ for cls in fairpca.all_estimators(linear_projection=False)]
     ['FairKernelPCA', 'LinearErasure', 'QuadraticErasure']
     >>> [cls.__name__ for cls in fairpca.all_estimators(transform_needs_groups=True)]

@@ -292,7 +292,8 @@ def compare_split(
     """
     check_n_components(n_components, split.X_train.shape[1])
     time_budget = _check_budget(time_budget)
-    make_methods(n_components, random_state, names=methods)  # unknown names: before any fit
+    # Unknown names (or a supervised method without a target): before any fit.
+    make_methods(n_components, random_state, names=methods, supervised=split.y_train is not None)
     outcomes = fit_all(split, n_components, random_state, time_budget, progress, names=methods)
     fitted = {name: o.estimator for name, o in outcomes.items() if o.status == "fitted"}
     y_test = _binary_or_none(split, progress)

@@ -246,6 +246,20 @@ def check_continuous_attributes(value):
     return value
 
 
+def check_mean_penalty(mean_penalty, attributes):
+    """Validate ``mean_penalty`` (``inf`` or a finite number >= 0) and ``attributes``.
+
+    Returns
+    -------
+    mean_penalty : float
+    """
+    if not (isinstance(mean_penalty, float | np.floating) and mean_penalty == np.inf):
+        mean_penalty = check_number(mean_penalty, "mean_penalty", numbers.Real, minimum=0.0)
+    if attributes not in _ATTRIBUTE_MODES:
+        raise ValueError(f"attributes must be one of {_ATTRIBUTE_MODES}, got {attributes!r}.")
+    return float(mean_penalty)
+
+
 def _weighted_columns(shifts, proportions):
     """``sqrt(w_g) (mu_g - mu)`` as columns: ``B B^T`` is the between-group covariance."""
     return (shifts * like(np.sqrt(proportions), shifts)[:, None]).T
@@ -579,13 +593,7 @@ class MeanMatchingFairPCA(FairPCABase):
         return check_continuous_attributes(self.continuous_attributes)
 
     def _check_params(self):
-        penalty = self.mean_penalty
-        if not (isinstance(penalty, float | np.floating) and penalty == np.inf):
-            penalty = check_number(penalty, "mean_penalty", numbers.Real, minimum=0.0)
-        if self.attributes not in _ATTRIBUTE_MODES:
-            raise ValueError(
-                f"attributes must be one of {_ATTRIBUTE_MODES}, got {self.attributes!r}."
-            )
+        penalty = check_mean_penalty(self.mean_penalty, self.attributes)
         ddof = self.covariance_ddof
         if isinstance(ddof, bool | np.bool_) or not (
             isinstance(ddof, numbers.Integral) and int(ddof) in _COVARIANCE_DDOFS
