@@ -6,10 +6,10 @@ Run::
         python benchmarks/array_api_torch.py [--rows 1000000] [--cols 100] [--repeat 5]
 
 Both fits read the same float64 data (two groups) and give one answer; the
-torch fit runs under ``array_api_dispatch=True`` (moment pass and transform in
-torch, the p x p solve on the host). Reported: CPU time (``time.process_time``)
-of each, median of ``--repeat`` interleaved runs (NumPy, torch, NumPy, ...),
-and the ratio torch / NumPy.
+torch fit runs under ``array_api_dispatch=True`` (moment pass, the p x p
+solve and transform in torch). Reported: CPU time (``time.process_time``,
+one BLAS and torch thread) of each, median of ``--repeat`` interleaved runs
+(NumPy, torch, NumPy, ...), the ratio torch / NumPy and the load average.
 """
 
 import argparse
@@ -22,6 +22,7 @@ os.environ.setdefault("SCIPY_ARRAY_API", "1")
 import numpy as np  # noqa: E402
 import sklearn  # noqa: E402
 import torch  # noqa: E402
+from threadpoolctl import threadpool_limits  # noqa: E402
 
 from fairpca import MeanMatchingFairPCA  # noqa: E402
 
@@ -54,11 +55,12 @@ def main():
             return est.transform(X_t)
 
     times = {"numpy": [], "torch": []}
-    for _ in range(args.repeat):
-        t, Z_np = cpu_time(numpy_run)
-        times["numpy"].append(t)
-        t, Z_t = cpu_time(torch_run)
-        times["torch"].append(t)
+    with threadpool_limits(limits=1):
+        for _ in range(args.repeat):
+            t, Z_np = cpu_time(numpy_run)
+            times["numpy"].append(t)
+            t, Z_t = cpu_time(torch_run)
+            times["torch"].append(t)
     diff = float(np.abs(Z_t.numpy() - Z_np).max())
     med = {k: statistics.median(v) for k, v in times.items()}
     print(f"X: {args.rows} x {args.cols} float64, two groups, n_components=10, one thread")
@@ -67,6 +69,7 @@ def main():
     print(f"torch fit+transform: {med['torch']:.2f} s CPU (median of {args.repeat})")
     print(f"ratio torch / NumPy: {med['torch'] / med['numpy']:.2f}")
     print(f"largest difference of the outputs: {diff:.1e}")
+    print(f"load average (1, 5, 15 min): {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
 if __name__ == "__main__":
