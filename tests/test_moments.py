@@ -427,6 +427,18 @@ def test_subtracting_from_a_dominating_pooled_gram_is_summed_again(small_blocks,
     assert np.abs(naive - ref).max() > 1e-2 * np.abs(ref).max()
 
 
+def test_moderate_offsets_are_summed_around_zero_large_ones_around_a_shift():
+    # Offsets up to about 3 spreads are summed without a shifted copy of the rows
+    # (centring afterwards loses at most a digit); larger ones around the first rows' mean.
+    rng = np.random.default_rng(36)
+    s = (rng.random(5000) < 0.3).astype(int)
+    noise = rng.normal(size=(5000, 4))
+    for offset, shifted in ((3.0, False), (4.0, True)):
+        X = noise + [offset, -offset, 0.0, 1.0]
+        assert moments_module._rough_shift(X).any() == shifted
+        _assert_equals_reference(GroupMoments.from_arrays(X, s), X, s)
+
+
 @pytest.mark.parametrize("bad_group", [0, 1])
 @pytest.mark.parametrize("value", [np.nan, np.inf, -np.inf, 1e200])
 def test_non_finite_values_are_found_on_either_route(route, bad_group, value):

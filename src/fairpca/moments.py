@@ -498,6 +498,12 @@ _MAX_CANCELLATION = 100.0
 # route copies every row. Copying a row costs O(width), multiplying it
 # O(width^2): measured single-threaded, the pooled route wins below this bound.
 _POOLED_BELOW = 10.0
+# Rows are summed around zero, without a shifted copy of each block, while
+# no column's squared offset exceeds this times the largest column variance
+# (in the first rows): centring afterwards then multiplies the rounding error
+# by at most about 1 + this, a tenth of the accepted _MAX_CANCELLATION, and
+# the copy (as costly as the Gram matrix at small width) is saved.
+_ZERO_SHIFT_BELOW = 10.0
 
 
 def _group_scatters(X, codes, counts, covariates=None, weights=None):
@@ -632,16 +638,18 @@ def _check_no_underflow(X, scatters, counts):
 
 
 def _rough_shift(X):
-    """Zero if ``X`` looks centred, else the mean of its first rows.
+    """Zero if ``X`` looks nearly centred, else the mean of its first rows.
 
-    Sums around zero need no subtraction, and are accurate when no column's
-    offset is large next to the spread; the first rows tell cheaply. A wrong
-    guess only costs the second pass of :func:`_group_scatters`.
+    Sums around zero need no subtracted copy of the rows, and lose at most
+    about one digit when no column's offset exceeds ``sqrt(_ZERO_SHIFT_BELOW)``
+    times the largest spread; the first rows tell cheaply. A wrong guess only
+    costs the second pass of :func:`_group_scatters`.
     """
     sample = X[:_MIN_BLOCK_ROWS]
     with np.errstate(over="ignore", invalid="ignore"):
         mean = sample.mean(axis=0)
-        centred = np.isfinite(mean).all() and (mean**2).max() <= sample.var(axis=0).max()
+        spread = sample.var(axis=0).max()
+        centred = np.isfinite(mean).all() and (mean**2).max() <= _ZERO_SHIFT_BELOW * spread
     if centred or not np.isfinite(mean).all():
         return np.zeros(X.shape[1])
     return mean
