@@ -29,6 +29,7 @@ from sklearn.exceptions import ConvergenceWarning
 from fairpca._base import FairPCABase
 from fairpca._config import document_require_groups
 from fairpca._linalg import top_eigh, top_eigh_fast
+from fairpca._minmax_nested import fit_nested
 from fairpca._minmax_rounding import diagonal_captures, round_extreme_point, round_lp
 from fairpca._validation import check_allocation, check_number
 from fairpca._warnings import warn
@@ -474,59 +475,6 @@ def _round(B, beta, d, U, lam_hat, rounding):
     return U.T, (None if np.all(scales == 1.0) else scales), losses
 
 
-def _fit_nested(B, targets, params, log_level):
-    """Greedy nested components for two groups (one rank-one problem per prefix).
-
-    Parameters
-    ----------
-    B : ndarray of shape (2, p, p)
-    targets : ndarray of shape (d, 2)
-        ``targets[r - 1, a]``: the offset of group ``a``'s loss at rank ``r``
-        (its own top-``r`` captured second moment, or 0 for ``"variance"``).
-    params : dict
-        As for :func:`_solve_relaxation`.
-    log_level : int
-
-    Returns
-    -------
-    components : ndarray of shape (d, p)
-        Orthonormal rows, the ``r``-th solving the rank-one problem of prefix ``r``.
-    prefix_losses : ndarray of shape (d, 2)
-        Group losses of each prefix.
-    lower_bounds : ndarray of shape (d,)
-        Dual bound of each prefix's rank-one problem (given the earlier rows).
-    n_iter : int
-        Solver iterations over all prefixes.
-    """
-    d, p = targets.shape[0], B.shape[1]
-    U = np.zeros((p, 0))
-    captured = np.zeros(B.shape[0])
-    prefix_losses, lower_bounds, n_iter = [], [], 0
-    for r in range(d):
-        # The rank-one problem on the orthogonal complement of the rows found so far:
-        # (I - U U^T) B_a (I - U U^T), expanded so that it costs O(p^2 r), not O(p^3).
-        BU = B @ U
-        UBU = np.einsum("pi,apj->aij", U, BU)
-        B_r = (
-            B
-            - np.einsum("api,qi->apq", BU, U)
-            - np.einsum("pi,aqi->apq", U, BU)
-            + np.einsum("pi,aij,qj->apq", U, UBU, U, optimize=True)
-        )
-        offsets = targets[r] - captured
-        V, lam_hat, _, g, iterations = _solve_relaxation(B_r, offsets, 1, params, log_level)
-        V, lam = round_extreme_point(B_r, offsets, 1, V, lam_hat)
-        u = V[:, :1] if V.shape[1] else _complete_basis(U.T, r + 1)[r:].T
-        u = u - U @ (U.T @ u)
-        u /= np.linalg.norm(u)
-        U = np.hstack([U, u])
-        captured = captured + np.einsum("p,apq,q->a", u[:, 0], B, u[:, 0])
-        prefix_losses.append(targets[r] - captured)
-        lower_bounds.append(g)
-        n_iter += iterations
-    return U.T, np.array(prefix_losses), np.array(lower_bounds), n_iter
-
-
 # ---------------------------------------------------------------------------
 # estimator
 # ---------------------------------------------------------------------------
@@ -574,19 +522,28 @@ class MinMaxLossFairPCA(FairPCABase):
     ``k = 2`` both give equal group losses (the paper's Theorem 4.5) unless a
     rank-``d`` projection with unequal losses is optimal.
 
-    **Nested components** (``nested=True``, two groups). The ``r``-th
+    **Nested components** (``nested=True``, [Matakos2025]_). The ``r``-th
     component solves the rank-one problem left once the first ``r - 1`` are
     fixed: ``u_r`` minimises ``max_a [beta_a(r) - <B_a, U_{r-1} U_{r-1}^T> -
     u^T B_a u]`` over unit ``u`` orthogonal to ``U_{r-1}``, with
-    ``beta_a(r)`` the sum of group ``a``'s top ``r`` eigenvalues (the same
-    relaxation and rounding on the complement, rank exactly one). So the first
-    component is the optimal rank-one fair projection and every prefix is
-    optimal *given the earlier components* -- each step certified by its own
-    duality gap (``prefix_gaps_``) -- but a prefix of ``r >= 2`` components is
-    in general not the jointly optimal rank-``r`` projection: ``prefix_objectives_``
-    is at least the joint optimum of each rank, and the difference is what
-    nesting costs (measured in ``benchmarks/results.md``). As with PCA, fitting
-    with ``n_components = r`` gives the first ``r`` rows of a larger fit.
+    ``beta_a(r)`` the sum of group ``a``'s top ``r`` eigenvalues: the same
+    relaxation on the complement with trace one, rounded to an extreme point
+    (:mod:`fairpca._minmax_nested`). For two groups that point has rank one,
+    so the first component is the optimal rank-one fair projection and every
+    prefix is optimal *given the earlier components* to the solver's
+    tolerance. For ``k >= 3`` groups the rank-one problem is not convex and
+    its relaxation need not be tight: the component is the best unit vector
+    of the extreme point's span (at most two dimensions up to five groups,
+    searched exactly), improved by a local descent over the unit sphere of
+    the complement. Either way each prefix reports its objective
+    (``prefix_objectives_``), the relaxation's certified lower bound
+    (``prefix_bounds_``) and their difference (``prefix_gaps_``), which
+    bounds how far the component is from the best unit vector. A prefix of
+    ``r >= 2`` components is in general not the jointly optimal rank-``r``
+    projection: ``prefix_objectives_`` is at least the joint optimum of each
+    rank, and the difference is what nesting costs (measured in
+    ``benchmarks/results.md``). As with PCA, fitting with
+    ``n_components = r`` gives the first ``r`` rows of a larger fit.
 
     **Objective.** ``objective="variance"`` maximises the smallest group
     variance captured, ``min_a <B_a, P>`` (Tantipongpipat et al.'s max-min
@@ -662,7 +619,7 @@ class MinMaxLossFairPCA(FairPCABase):
         an orthonormal rank-``d`` projection **without any guarantee** on its
         objective.
     nested : bool, default=False
-        Build the components one at a time (two groups only), see above.
+        Build the components one at a time, see above.
     tol : float, default=1e-6
         Relative duality gap at which the solver stops.
     max_iter : int, default=100
@@ -707,13 +664,19 @@ class MinMaxLossFairPCA(FairPCABase):
     prefix_objectives_ : ndarray of shape (n_components,) or None
         With ``nested=True``: the largest group loss of each prefix of the
         components; ``None`` otherwise.
-    prefix_gaps_ : ndarray of shape (n_components,) or None
-        With ``nested=True``: the duality gap of each prefix's rank-one
+    prefix_bounds_ : ndarray of shape (n_components,) or None
+        With ``nested=True``: the dual lower bound of each prefix's rank-one
         problem (given the earlier components); ``None`` otherwise.
+    prefix_gaps_ : ndarray of shape (n_components,) or None
+        With ``nested=True``: ``prefix_objectives_ - prefix_bounds_``, how far
+        each component can be from the best unit vector given the earlier
+        ones (the solver's gap for two groups); ``None`` otherwise.
     n_iter_ : int
         Iterations of the solver.
     converged_ : bool
-        Whether ``gap_`` reached ``tol``.
+        Whether ``gap_`` reached ``tol`` (with ``nested=True``: whether every
+        prefix's relaxation did; the rounding's part of ``prefix_gaps_`` is
+        not the solver's).
 
     See :class:`fairpca.FairPCABase` for ``mean_``, ``explained_variance_``,
     ``groups_`` and the other common attributes.
@@ -740,6 +703,8 @@ class MinMaxLossFairPCA(FairPCABase):
     .. [Tantipongpipat2019] U. Tantipongpipat, S. Samadi, M. Singh, J. Morgenstern
        and S. Vempala. "Multi-criteria Dimensionality Reduction with
        Applications to Fairness." NeurIPS 2019.
+    .. [Matakos2025] A. Matakos, M. Ciaperoni and H. Mannila. "Fair PCA, One
+       Component at a Time." arXiv:2503.21563, 2025.
 
     Examples
     --------
@@ -814,11 +779,6 @@ class MinMaxLossFairPCA(FairPCABase):
 
     def _fit_components(self, X, codes, moments, y, d):
         log_level = logging.INFO if self.verbose else logging.DEBUG
-        if self.nested and len(moments.groups) != 2:
-            raise ValueError(
-                f"nested=True needs exactly two groups, got {len(moments.groups)}: with more, "
-                "a rank-one step can need more than one direction (use nested=False)."
-            )
         small = [(g, int(c)) for g, c in zip(moments.groups, moments.counts, strict=True) if c <= d]
         if small:
             listed = ", ".join(f"{g!r} ({c} rows)" for g, c in small)
@@ -857,7 +817,7 @@ class MinMaxLossFairPCA(FairPCABase):
         self.gap_ = self.relaxed_objective_ - g
         self.n_iter_ = n_iter
         self.converged_ = bool(self.gap_ <= self.tol * _gap_scale(B, self.relaxed_objective_))
-        self.prefix_objectives_ = self.prefix_gaps_ = None
+        self.prefix_objectives_ = self.prefix_bounds_ = self.prefix_gaps_ = None
         if not self.converged_:
             self._warn_gap(self.gap_, _gap_scale(B, self.relaxed_objective_), n_iter)
         components, scales, self.group_losses_ = _round(B, beta, d, U, lam_hat, self.rounding)
@@ -877,22 +837,28 @@ class MinMaxLossFairPCA(FairPCABase):
         return self.nested
 
     def _fit_nested(self, B, d, params, log_level):
-        """``nested=True``: one rank-one min-max problem per prefix (two groups)."""
+        """``nested=True``: one rank-one min-max problem per prefix (:mod:`._minmax_nested`)."""
         own = np.array([np.cumsum(top_eigh(Ba, d)[0]) for Ba in B]).T
         targets = own if self.objective == "loss" else np.zeros_like(own)
-        components, prefix_losses, lower, n_iter = _fit_nested(B, targets, params, log_level)
+        components, prefix_losses, relaxed, lower, _, n_iter = fit_nested(
+            B, targets, lambda B_r, c: _solve_relaxation(B_r, c, 1, params, log_level)
+        )
         self.prefix_objectives_ = prefix_losses.max(axis=1)
+        self.prefix_bounds_ = lower
         self.prefix_gaps_ = self.prefix_objectives_ - lower
         self.group_losses_ = prefix_losses[-1]
         self.objective_ = float(self.prefix_objectives_[-1])
         self.relaxed_projection_ = self.relaxed_objective_ = self.dual_weights_ = None
         self.gap_ = float(np.max(self.prefix_gaps_))
         self.n_iter_ = n_iter
-        scales = np.array([_gap_scale(B, value) for value in self.prefix_objectives_])
-        worst = int(np.argmax(self.prefix_gaps_ / scales))
-        self.converged_ = bool(self.prefix_gaps_[worst] <= self.tol * scales[worst])
+        # Converged: each relaxation solved to tol (with k >= 3 groups the rank-one rounding
+        # may add a gap no solver can close; it stays in prefix_gaps_).
+        solver_gaps = relaxed - lower
+        scales = np.array([_gap_scale(B, value) for value in relaxed])
+        worst = int(np.argmax(solver_gaps / scales))
+        self.converged_ = bool(solver_gaps[worst] <= self.tol * scales[worst])
         if not self.converged_:
-            self._warn_gap(self.prefix_gaps_[worst], scales[worst], n_iter)
+            self._warn_gap(solver_gaps[worst], scales[worst], n_iter)
         return components, None
 
     def _warn_gap(self, gap, scale, n_iter):
