@@ -9,17 +9,16 @@ from sklearn.decomposition import PCA
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.preprocessing import StandardScaler
 
+import fairpca._robust_descent as descent
 import fairpca.robust as robust
 from fairpca import RobustFairPCA
+from fairpca._robust_descent import _objective_and_gradient_rows, _Problem
 from fairpca.datasets import make_gaussian_groups
 from fairpca.metrics import reconstruction_error, reconstruction_error_gap
 from fairpca.moments import GroupMoments
 from fairpca.riemannian import subspace_distance
-from fairpca.robust import (
-    _objective_and_gradient_rows,
-    _Problem,
-    robust_objective,
-)
+from fairpca.riemannian.geometry import _tangent_rows
+from fairpca.robust import robust_objective
 
 # ----------------------------------------------------------------------------- helpers
 
@@ -261,7 +260,7 @@ def test_batched_descent_equals_step_by_step_reference(parametrization, k, scale
     problem = _Problem(M, prop, eps, lam)
     r = d if parametrization == "direct" else p - d
     starts = np.stack([_orthonormal(rng, p, r) for _ in range(3)])
-    points, values, history, n_steps = robust._subgradient_descent(
+    points, values, history, n_steps = descent._subgradient_descent(
         starts, problem, parametrization, "qr", n_iter, stop_early=False
     )
     np.testing.assert_array_equal(n_steps, n_iter)
@@ -273,7 +272,7 @@ def test_batched_descent_equals_step_by_step_reference(parametrization, k, scale
         assert values[i] == pytest.approx(value, rel=1e-12)
         np.testing.assert_allclose(points[i], point, rtol=0, atol=1e-11)
     # Stopping early only truncates runs: what each run did compute is the same.
-    _, _, stopped, n_stopped = robust._subgradient_descent(
+    _, _, stopped, n_stopped = descent._subgradient_descent(
         starts, problem, parametrization, "qr", n_iter
     )
     for i in range(len(starts)):
@@ -304,8 +303,8 @@ def _shifted_groups(n, p, seed):
 
 
 def test_lowest_reachable_on_model_sequences():
-    memory = robust._STOP_WINDOW + robust._STOP_MAX_PERIOD
-    kappa, remaining = robust._STOP_SAFETY, 500
+    memory = descent._STOP_WINDOW + descent._STOP_MAX_PERIOD
+    kappa, remaining = descent._STOP_SAFETY, 500
     steps = np.arange(memory, dtype=float)
     recent = np.stack(
         [
@@ -315,32 +314,32 @@ def test_lowest_reachable_on_model_sequences():
             np.resize([5.0, 1.0, 4.0, 2.0, 3.0, 6.0, 7.0, 8.0, 9.0], memory),  # period 9 > P_max
         ]
     )
-    floor = robust._lowest_reachable(recent, remaining)
+    floor = descent._lowest_reachable(recent, remaining)
     assert floor[0] == 2.0
     assert floor[1] == 1.0
     # Best bound for a steady descent: one step at a time, the pace extrapolated.
     assert floor[2] == pytest.approx(recent[2, -1] - kappa * 1e-3 * remaining, rel=1e-12)
     assert floor[3] < 1.0 - 10.0  # not recognised as a cycle: no useful bound
     # Fewer remaining steps, higher bound; none left: the current low.
-    assert robust._lowest_reachable(recent, 10)[2] > floor[2]
-    assert robust._lowest_reachable(recent, 0)[2] == recent[2, -1]
+    assert descent._lowest_reachable(recent, 10)[2] > floor[2]
+    assert descent._lowest_reachable(recent, 0)[2] == recent[2, -1]
 
 
 def test_quick_bound_never_rules_out_a_run_the_full_rule_would_stop():
     rng = np.random.default_rng(4)
-    memory = robust._STOP_WINDOW + robust._STOP_MAX_PERIOD
+    memory = descent._STOP_WINDOW + descent._STOP_MAX_PERIOD
     for _ in range(300):
         period = int(rng.integers(1, 12))
         cycles = np.tile(rng.standard_normal((5, period)), memory)[:, :memory]
         noise = 10.0 ** rng.uniform(-12, 0) * rng.standard_normal((5, memory)).cumsum(axis=1)
         recent = cycles + noise
         remaining = int(rng.integers(0, 2000))
-        upper = robust._reachable_upper_bound(recent, remaining)
-        assert np.all(upper >= robust._lowest_reachable(recent, remaining))
+        upper = descent._reachable_upper_bound(recent, remaining)
+        assert np.all(upper >= descent._lowest_reachable(recent, remaining))
 
 
 def test_hopeless_stalls_the_leader_and_prunes_followers_that_cannot_catch_up():
-    memory = robust._STOP_WINDOW + robust._STOP_MAX_PERIOD
+    memory = descent._STOP_WINDOW + descent._STOP_MAX_PERIOD
     rng = np.random.default_rng(0)
     leader = 1.0
     recent = np.stack(
@@ -352,49 +351,57 @@ def test_hopeless_stalls_the_leader_and_prunes_followers_that_cannot_catch_up():
             1.0 + 1e-3 - 1e-6 * np.arange(memory),  # creeping down, close enough to win
         ]
     )
-    stop = robust._hopeless(recent, 900, leader)
+    stop = descent._hopeless(recent, 900, leader)
     np.testing.assert_array_equal(stop, [True, True, False, True, False])
     # A leader still improving is not stalled.
-    assert not robust._hopeless(recent[3:4] - 0.2 - 1e-6 * 40, 900, recent[3, -1] - 0.2)[0]
+    assert not descent._hopeless(recent[3:4] - 0.2 - 1e-6 * 40, 900, recent[3, -1] - 0.2)[0]
 
 
-@pytest.mark.parametrize("r", [3, robust._ROW_SUBSTITUTION_MAX_RANK + 2])
-def test_solve_lower_solves_without_inverting(r, monkeypatch):
+@pytest.mark.parametrize("r", [1, 3, descent._BANDED_MAX_RANK])
+def test_banded_cholesky_inverts_every_block(r):
+    """One banded factorisation of the batch gives each point's inverse Cholesky factor."""
+    from scipy.linalg import block_diag
+
     rng = np.random.default_rng(12)
-    B = rng.standard_normal((4, r, 9))
-    A = rng.standard_normal((4, r, r))
-    L = np.linalg.cholesky(A @ A.transpose(0, 2, 1) + np.eye(r))
+    Yt = rng.standard_normal((4, r, 9))
+    grams = Yt @ Yt.transpose(0, 2, 1)
+    index, identities = descent._band_layout(4, r)
+    # The band layout picks the lower band of the block-diagonal matrix of the grams.
+    full = block_diag(*grams)
+    flat = np.append(grams.reshape(-1), 0.0)
+    for j, offset in np.ndindex(4 * r, r):
+        expected = full[j + offset, j] if j + offset < 4 * r else 0.0
+        assert flat[index[j, offset]] == expected
+    np.testing.assert_array_equal(identities, np.tile(np.eye(r), (4, 1)))
+    inverse, largest_trace = descent._inverse_cholesky_factors(Yt)
+    expected = np.stack([np.linalg.inv(np.linalg.cholesky(g)) for g in grams])
+    np.testing.assert_allclose(inverse, expected, rtol=0, atol=1e-12 * np.abs(expected).max())
+    assert largest_trace == pytest.approx(np.trace(grams, axis1=1, axis2=2).max(), rel=1e-14)
+    # A singular Y^T Y (a zero row) has no Cholesky factor.
+    Yt[2, -1] = 0.0
+    assert descent._inverse_cholesky_factors(Yt)[0] is None
 
-    def forbidden(*args, **kwargs):
-        raise AssertionError("an explicit inverse was formed")
 
-    expected = np.linalg.solve(L, B)
-    monkeypatch.setattr(np.linalg, "inv", forbidden)
-    X = robust._solve_lower(L, B)
-    np.testing.assert_allclose(X, expected, rtol=0, atol=1e-13)
-    np.testing.assert_allclose(L @ X, B, rtol=0, atol=1e-13)
-
-
-@pytest.mark.parametrize("r", [2, 5, robust._ROW_SUBSTITUTION_MAX_RANK + 3])
+@pytest.mark.parametrize("r", [1, 2, 5, descent._BANDED_MAX_RANK + 3])
 def test_cholesky_qr_equals_householder_qr_with_positive_r(r, monkeypatch):
     rng = np.random.default_rng(13)
     p = 2 * r + 3
     Xt = np.stack([_orthonormal(rng, p, r).T for _ in range(3)])
     G = rng.standard_normal(Xt.shape)
-    xi_t = robust._tangent_rows(Xt, G)
+    xi_t = _tangent_rows(Xt, G)
     xi_t /= np.linalg.norm(xi_t, axis=(1, 2), keepdims=True)
     calls = []
-    householder = robust._qr_factor
+    householder = descent._qr_factor
 
     def spy(Y):
         calls.append(Y.shape)
         return householder(Y)
 
-    monkeypatch.setattr(robust, "_qr_factor", spy)
+    monkeypatch.setattr(descent, "_qr_factor", spy)
     for size, householder_used in ((0.05, False), (3.0, False), (20.0, True)):
         calls.clear()
         Yt = Xt + size * xi_t
-        Qt = robust._cholesky_qr_rows(Yt)
+        Qt = descent._cholesky_qr_rows(Yt)
         assert bool(calls) == householder_used
         expected = householder(Yt.transpose(0, 2, 1)).transpose(0, 2, 1)
         np.testing.assert_allclose(Qt, expected, rtol=0, atol=1e-13)
@@ -497,7 +504,7 @@ def test_remark_3_4_gives_vanilla_pca(data):
     starts = np.stack([_orthonormal(rng, X.shape[1], 2) for _ in range(3)])
     # (The eigengap of this data is small, 1.148 vs 1.055: convergence is slow.)
     # Every run to the end (pruning would stop the runs that cannot overtake the leader).
-    points, values, _, _ = robust._subgradient_descent(
+    points, values, _, _ = descent._subgradient_descent(
         starts, problem, "direct", "qr", 3000, stop_early=False
     )
     optimum = np.sum(np.linalg.eigvalsh(np.cov(X.T, bias=True))[:-2])

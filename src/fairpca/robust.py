@@ -29,13 +29,10 @@ from __future__ import annotations
 import contextlib
 import logging
 import numbers
-from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
 from numpy.typing import ArrayLike
-from scipy.linalg.blas import dtrsm
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from threadpoolctl import threadpool_limits
@@ -43,15 +40,10 @@ from threadpoolctl import threadpool_limits
 from fairpca._base import FairPCABase
 from fairpca._config import document_require_groups
 from fairpca._linalg import top_eigh
+from fairpca._robust_descent import _objective_and_gradient_rows, _Problem, _subgradient_descent
 from fairpca._validation import _plain, check_allocation, check_number
 from fairpca._warnings import warn
-from fairpca.riemannian.geometry import (
-    _CHOLESKY_QR_MAX_STEP2,
-    _orthonormal_complement,
-    _qr_factor,
-    _retract_rows,
-    _tangent_rows,
-)
+from fairpca.riemannian.geometry import _orthonormal_complement, _qr_factor
 
 __all__ = [
     "RobustFairPCA",
@@ -63,9 +55,6 @@ logger = logging.getLogger(__name__)
 _RETRACTIONS = ("qr", "polar")
 _PARAMETRIZATIONS = ("complement", "direct")
 
-#: Relative size below which a group's complement second moment ``m_b`` counts as zero.
-_ZERO_MOMENT_RTOL = 1e-12
-
 #: Fewest steps over which a stalled best objective counts as converged.
 _MIN_CONVERGENCE_WINDOW = 10
 
@@ -73,414 +62,9 @@ _MIN_CONVERGENCE_WINDOW = 10
 #: (its GEMM threshold, 4 x 65536): see _single_blas_thread.
 _SINGLE_THREAD_PRODUCT_SIZE = 4 * 65536
 
-#: Stop runs that can no longer lower the returned objective (see _lowest_reachable).
+#: Stop runs that can no longer lower the returned objective (_robust_descent._hopeless).
 #: Private switch: False runs every start for all n_iter steps (the tests compare both).
 _STOP_EARLY = True
-
-#: Steps between two applications of the stopping rule.
-_STOP_CHECK_EVERY = 8
-
-#: Longest cycle of objective values the stopping rule recognises (see _lowest_reachable).
-_STOP_MAX_PERIOD = 8
-
-#: Steps over which a run's largest change per cycle is measured.
-_STOP_WINDOW = 32
-
-#: Factor applied to that change when it is extrapolated to the remaining steps.
-_STOP_SAFETY = 2.0
-
-#: Largest relative improvement of the best objective a stop may forgo.
-_STOP_RTOL = 1e-10
-
-#: Largest r solved row by row across the batch in the Cholesky QR; above it, start by start.
-_ROW_SUBSTITUTION_MAX_RANK = 8
-
-
-# --------------------------------------------------------------------------
-# The objective (pure functions)
-# --------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, eq=False)
-class _Problem:
-    """Data of the robust objective, with ``k`` groups in ``p`` features.
-
-    Parameters
-    ----------
-    second_moments : ndarray of shape (k, p, p)
-        ``M_b``, each group's second moment about the pooled mean.
-    proportions : ndarray of shape (k,)
-        Group masses ``p_b``.
-    radii : ndarray of shape (k,)
-        Ball radii ``eps_b``.
-    lam : float
-        Weight of the error gap.
-
-    Attributes
-    ----------
-    side_by_side : ndarray of shape (p, k p)
-        ``[M_0, M_1, ...]``: one matrix product applies every ``M_b``.
-    traces : ndarray of shape (k,)
-        ``tr M_b``.
-    zero_moment : ndarray of shape (k,)
-        Values of ``m_b`` at or below which ``m_b`` counts as zero.
-    pair_linear, pair_sqrt : ndarray of shape (k k, k)
-        For the ordered pair ``(a, a')`` in row ``a k + a'``: the coefficients
-        of ``m_b + eps_b`` and of ``2 s_b`` in its function (see
-        :func:`_objective_from_moments`).
-    pair_matrix : ndarray of shape (2 k, k k)
-        ``[pair_linear, 2 pair_sqrt]^T``: one product gives every pair's value.
-    pair_mask : ndarray of shape (k k,)
-        ``-inf`` for the pairs ``a = a'`` (excluded from the maximum), else 0.
-    """
-
-    second_moments: np.ndarray
-    proportions: np.ndarray
-    radii: np.ndarray
-    lam: float
-
-    def __post_init__(self):
-        k, p, _ = self.second_moments.shape
-        traces = np.trace(self.second_moments, axis1=1, axis2=2)
-        prop, lam = self.proportions, self.lam
-        # Ordered pair (a, a') in row a k + a', as np.divmod(row, k) recovers it.
-        one_a, one_a2 = np.repeat(np.eye(k), k, axis=0), np.tile(np.eye(k), (k, 1))
-        pair_linear = prop + lam * (one_a - one_a2)
-        pair_sqrt = prop + lam * one_a + (np.abs(prop - lam) - prop) * one_a2
-        derived = {
-            "side_by_side": np.ascontiguousarray(
-                self.second_moments.transpose(1, 0, 2).reshape(p, k * p)
-            ),
-            "traces": traces,
-            "zero_moment": _ZERO_MOMENT_RTOL * np.maximum(traces, np.finfo(float).tiny),
-            "sqrt_radii": np.sqrt(self.radii),
-            "pair_linear": pair_linear,
-            "pair_sqrt": pair_sqrt,
-            "pair_matrix": np.ascontiguousarray(np.hstack([pair_linear, 2.0 * pair_sqrt]).T),
-            "pair_mask": np.where(np.eye(k, dtype=bool), -np.inf, 0.0).reshape(k * k),
-        }
-        for name, value in derived.items():
-            object.__setattr__(self, name, value)
-
-    @property
-    def n_groups(self):
-        return self.proportions.shape[0]
-
-    @property
-    def n_features(self):
-        return self.second_moments.shape[1]
-
-
-def _objective_from_moments(m, problem):
-    r"""Robust objective and its derivative in ``m`` (appendix B of Vu et al.).
-
-    With ``s_b = sqrt(eps_b m_b)`` the objective is
-
-    .. math:: F = \max_{a \neq a'} \sum_b p_b (m_b + \varepsilon_b)
-              + 2 \sum_b c_{a a' b}\, s_b
-              + \lambda (m_a - m_{a'} + \varepsilon_a - \varepsilon_{a'}),
-
-    ``c = p_a + lam`` for ``b = a``, ``|p_a' - lam|`` for ``b = a'``, ``p_b``
-    otherwise. Each pair's function is linear in ``(m_b + eps_b, s_b)``: with
-    ``e_a`` the ``a``-th unit vector its coefficients are
-    ``p + lam (e_a - e_a')`` and ``2 c``, rows of ``problem.pair_linear`` and
-    ``problem.pair_sqrt``, so one matrix product evaluates every pair (the
-    iterations are dominated by the number of numpy calls, not by arithmetic).
-    For two groups it is ``max(J_0, J_1)`` of Theorem 3.2.
-
-    Where ``m_b`` is (numerically) zero, ``sqrt`` is not differentiable; the
-    derivative of ``2 c s_b`` is then taken as 0. In the complement
-    parametrisation ``s_b`` is ``sqrt(eps_b)`` times the norm
-    ``||M_b^{1/2} U||_F``, whose subdifferential at 0 contains 0, so this is a
-    valid subgradient there.
-
-    Parameters
-    ----------
-    m : ndarray of shape (R, k)
-        ``m_b`` for ``R`` points.
-    problem : _Problem
-
-    Returns
-    -------
-    values : ndarray of shape (R,)
-    weights : ndarray of shape (R, k)
-        ``dF / dm_b`` of the active pair (the first maximiser in row-major
-        order of ``(a, a')`` when several attain the maximum).
-    """
-    m = np.maximum(m, 0.0)  # rounding can make tr M - tr(V^T M V) slightly negative
-    root_m = np.sqrt(m)
-    terms = np.concatenate([m + problem.radii, problem.sqrt_radii * root_m], axis=1)
-    pair = terms @ problem.pair_matrix + problem.pair_mask
-    active = pair.argmax(axis=1)
-    values = pair[np.arange(m.shape[0]), active]
-    # d(2 c s_b)/d m_b = c sqrt(eps_b) / sqrt(m_b); zero by convention where m_b is 0.
-    ratio = np.divide(
-        problem.sqrt_radii, root_m, out=np.zeros_like(m), where=m > problem.zero_moment
-    )
-    return values, problem.pair_linear[active] + problem.pair_sqrt[active] * ratio
-
-
-def _moments_and_products(Xt, problem, parametrization):
-    """``m_b`` at ``R`` stacked points and the products ``X^T M_b``.
-
-    Parameters
-    ----------
-    Xt : ndarray of shape (R, r, p)
-        Transposes of points with orthonormal columns: ``U^T`` (r = p - d) or
-        ``V^T`` (r = d).
-    problem : _Problem
-    parametrization : {"complement", "direct"}
-
-    Returns
-    -------
-    m : ndarray of shape (R, k)
-    XM : ndarray of shape (R, r, k, p)
-        ``XM[i, :, b] = Xt[i] @ M_b``.
-    """
-    R, r, p = Xt.shape
-    # One matrix product for every point and group.
-    XM = (Xt.reshape(R * r, p) @ problem.side_by_side).reshape(R, r, problem.n_groups, p)
-    quad = np.einsum("ijp,ijbp->ib", Xt, XM)  # tr(X_i^T M_b X_i)
-    m = quad if parametrization == "complement" else problem.traces - quad
-    return m, XM
-
-
-def _objective_and_gradient_rows(Xt, problem, parametrization):
-    """Objective and transposed Euclidean (sub)gradient at ``R`` stacked points.
-
-    In the complement form ``m_b = tr(U^T M_b U)``, so ``dm_b/dU = 2 M_b U``;
-    in the direct form ``m_b = tr M_b - tr(V^T M_b V)``, so ``dm_b/dV = -2 M_b V``.
-    The iterations work on transposes ``X^T`` (rows): the products ``X^T M_b``
-    then come out of one matrix product, and the gradient is their weighted
-    sum without any transposition.
-
-    Parameters
-    ----------
-    Xt : ndarray of shape (R, r, p)
-    problem : _Problem
-    parametrization : {"complement", "direct"}
-
-    Returns
-    -------
-    values : ndarray of shape (R,)
-    gradient_t : ndarray of shape (R, r, p)
-        Transposed gradients ``G^T``.
-    """
-    m, XM = _moments_and_products(Xt, problem, parametrization)
-    values, weights = _objective_from_moments(m, problem)
-    sign = 2.0 if parametrization == "complement" else -2.0
-    # (R, 1, 1, k) @ (R, r, k, p): G_i^T = sign * sum_b w_ib X_i^T M_b.
-    gradient_t = ((sign * weights)[:, None, None, :] @ XM)[:, :, 0, :]
-    return values, gradient_t
-
-
-# --------------------------------------------------------------------------
-# The descent (pure functions)
-# --------------------------------------------------------------------------
-
-
-def _solve_lower(L, B):
-    """Solve ``L X = B`` for stacked lower-triangular ``L`` (R, r, r) and ``B`` (R, r, p).
-
-    Forward substitution, ``x_i = (b_i - sum_{j < i} L_ij x_j) / L_ii`` (rows of
-    ``X``), vectorised over the batch: for the small ``r`` of the direct
-    parametrisation this is a few array operations, where a call per point would
-    cost more than the arithmetic. For larger ``r`` (the complement
-    parametrisation) each point gets one BLAS triangular solve instead.
-    """
-    r = L.shape[1]
-    if r <= _ROW_SUBSTITUTION_MAX_RANK:
-        X = np.empty_like(B)
-        for i in range(r):
-            rhs = B[:, i] if i == 0 else B[:, i] - (L[:, i, None, :i] @ X[:, :i])[:, 0]
-            X[:, i] = rhs / L[:, i, i, None]
-        return X
-    # L X = B is X^T L^T = B^T: a right-side solve with the upper factor L^T, on the
-    # Fortran-ordered views B[k].T and L[k].T (no copies).
-    return np.stack(
-        [dtrsm(1.0, L[k].T, B[k].T, side=1, lower=0, trans_a=0).T for k in range(L.shape[0])]
-    )
-
-
-def _cholesky_qr_rows(Yt):
-    """Transposed Q factors of ``Y`` with positive diagonal of R, from ``Y^T`` (R, r, p).
-
-    ``Y^T Y = R^T R`` with ``R = L^T``, ``L = cholesky(Y^T Y)``, so ``Q^T = L^{-1} Y^T``,
-    obtained by a triangular solve (:func:`_solve_lower`) rather than by forming
-    ``L^{-1}``. Forming ``Y^T Y`` squares the condition number of ``Y``; after a
-    tangent step ``Y = X + xi``, ``Y^T Y = I + xi^T xi``, so
-    ``tr(Y^T Y) - r = ||xi||_F^2`` bounds ``cond(Y)^2 - 1``. When it exceeds
-    ``_CHOLESKY_QR_MAX_STEP2`` for some point, or the factorisation fails, the
-    Householder QR is used instead (as in :mod:`fairpca.riemannian.geometry`).
-    """
-    r = Yt.shape[1]
-    gram = Yt @ Yt.transpose(0, 2, 1)
-    if gram.diagonal(axis1=1, axis2=2).sum(axis=1).max() - r <= _CHOLESKY_QR_MAX_STEP2:
-        try:
-            return _solve_lower(np.linalg.cholesky(gram), Yt)
-        except np.linalg.LinAlgError:
-            pass
-    return _qr_factor(Yt.transpose(0, 2, 1)).transpose(0, 2, 1)
-
-
-def _retract(Xt, xi_t, retraction):
-    """Stacked QR (positive diagonal of R) or polar retraction of ``X + xi``, on transposes."""
-    if retraction == "qr":
-        return _cholesky_qr_rows(Xt + xi_t)
-    return _retract_rows(Xt, xi_t, retraction)
-
-
-def _lowest_reachable(recent, remaining):
-    r"""Lowest objective each run could reach in ``remaining`` more steps at its recent pace.
-
-    A subgradient method with a constant step does not settle like a descent method:
-    a run converges to a fixed point, or settles on a short cycle bouncing across a
-    kink of the maximum, or keeps zigzagging along it. With ``F_s`` a run's objective
-    after ``s`` steps, ``t`` the current step and a period ``P``, let
-
-    .. math:: \delta_P = \max_{t - W < s \le t} |F_s - F_{s-P}|
-
-    be its largest change over ``P`` steps in the last ``W`` (the columns of
-    ``recent`` after the first ``P_max``). If it keeps changing by at most
-    ``kappa delta_P`` per ``P`` steps, each later value is at least the value
-    one period earlier minus ``kappa delta_P``, hence, chaining back to the last
-    period,
-
-    .. math:: F_{t+j} \ge \min_{t - P < s \le t} F_s
-              - \kappa \, \delta_P \lceil j / P \rceil, \qquad 1 \le j \le
-              \text{remaining}.
-
-    The bound at ``j = remaining`` holds for every ``j``; the highest over
-    ``P = 1 ... P_max`` is returned (the period the run is actually following
-    gives the tightest bound). A run at a fixed point (``P = 1``) or on a cycle
-    has ``delta_P`` at rounding level, so its bound is its current low; a run
-    still zigzagging has a large ``delta_P`` for every ``P`` and so a bound far
-    below any value it could matter for. ``P_max``, ``W`` and ``kappa`` are
-    ``_STOP_MAX_PERIOD``, ``_STOP_WINDOW`` and ``_STOP_SAFETY``.
-
-    Parameters
-    ----------
-    recent : ndarray of shape (R, _STOP_WINDOW + _STOP_MAX_PERIOD)
-        The last objective values of ``R`` runs, the current one last.
-    remaining : int
-        Steps left in the budget.
-
-    Returns
-    -------
-    floor : ndarray of shape (R,)
-    """
-    periods = np.arange(1, _STOP_MAX_PERIOD + 1)
-    # windows[:, j] = recent[:, j : j + W]; the last one ends at the current step.
-    windows = sliding_window_view(recent, _STOP_WINDOW, axis=1)
-    # The window P steps earlier is windows[:, P_max - P], i.e. column P - 1 once reversed.
-    drift = np.abs(windows[:, -1:] - windows[:, -2::-1]).max(axis=2)
-    low = np.minimum.accumulate(recent[:, : -_STOP_MAX_PERIOD - 1 : -1], axis=1)
-    cycles = -(-remaining // periods)
-    return (low - _STOP_SAFETY * cycles * drift).max(axis=1)
-
-
-def _reachable_upper_bound(recent, remaining):
-    """A cheap upper bound on :func:`_lowest_reachable`, from the last ``P_max + 1`` values.
-
-    ``delta_P`` is at least ``|F_t - F_{t-P}|`` (its last term), so replacing it by
-    that difference can only raise each period's bound: a run whose bound is too low
-    here needs no closer look (zigzagging runs, the common case, are ruled out so).
-    """
-    periods = np.arange(1, _STOP_MAX_PERIOD + 1)
-    last_change = np.abs(recent[:, -1:] - recent[:, -2 : -_STOP_MAX_PERIOD - 2 : -1])
-    low = np.minimum.accumulate(recent[:, : -_STOP_MAX_PERIOD - 1 : -1], axis=1)
-    cycles = -(-remaining // periods)
-    return (low - _STOP_SAFETY * cycles * last_change).max(axis=1)
-
-
-def _hopeless(recent, remaining, leader):
-    """Runs that can no longer lower the best objective ``leader`` by more than ``_STOP_RTOL``.
-
-    For the run holding ``leader`` this is a stall test (it cannot improve on its
-    own best); for the others a pruning test (they cannot overtake it).
-    """
-    threshold = leader - _STOP_RTOL * abs(leader)
-    stop = np.zeros(recent.shape[0], dtype=bool)
-    maybe = _reachable_upper_bound(recent, remaining) >= threshold
-    if maybe.any():
-        stop[maybe] = _lowest_reachable(recent[maybe], remaining) >= threshold
-    return stop
-
-
-def _subgradient_descent(
-    starts, problem, parametrization, retraction, n_iter, verbose=False, stop_early=True
-):
-    """Algorithm 1 of Vu et al. from every start at once, keeping each run's best iterate.
-
-    All runs take the same constant step ``1 / sqrt(T + 1)``. With ``stop_early``,
-    every ``_STOP_CHECK_EVERY`` steps the runs that :func:`_hopeless` finds unable
-    to lower the best objective of all runs (by more than ``_STOP_RTOL``,
-    relative) within the remaining budget are stopped and dropped from the
-    batch; the others go on exactly as before.
-
-    Parameters
-    ----------
-    starts : ndarray of shape (R, p, r)
-        Starting points (orthonormal columns).
-    problem : _Problem
-    parametrization : {"complement", "direct"}
-    retraction : {"qr", "polar"}
-    n_iter : int
-        Number of steps ``T``; the step size is ``1 / sqrt(T + 1)``.
-    verbose : bool, default=False
-        Log the best objective every tenth of the run, and the runs stopped.
-    stop_early : bool, default=True
-        Stop runs as above; False runs every start for ``T`` steps.
-
-    Returns
-    -------
-    best_points : ndarray of shape (R, p, r)
-        Best iterate of each run.
-    best_values : ndarray of shape (R,)
-    history : ndarray of shape (R, n_iter + 1)
-        Objective at the start and after every step; NaN after a run's last step.
-    n_steps : ndarray of shape (R,)
-        Steps taken by each run.
-    """
-    step = 1.0 / np.sqrt(n_iter + 1.0)
-    # Iterate on the transposes (see _objective_and_gradient_rows).
-    Xt = np.ascontiguousarray(starts.transpose(0, 2, 1))
-    n_runs = Xt.shape[0]
-    history = np.full((n_runs, n_iter + 1), np.nan)
-    best_points = Xt.copy()
-    best_values = np.full(n_runs, np.inf)
-    n_steps = np.full(n_runs, n_iter)
-    active = np.arange(n_runs)  # runs still in the batch, in the order of Xt's rows
-    report_every = max(n_iter // 10, 1)
-    memory = _STOP_WINDOW + _STOP_MAX_PERIOD
-    for t in range(n_iter + 1):
-        values, gradient_t = _objective_and_gradient_rows(Xt, problem, parametrization)
-        history[active, t] = values
-        better = values < best_values[active]
-        best_values[active] = np.where(better, values, best_values[active])
-        best_points[active[better]] = Xt[better]
-        if verbose and t % report_every == 0:
-            logger.info("iteration %d: best objective %.8g", t, best_values.min())
-        if t == n_iter:
-            break
-        if stop_early and t >= memory and t % _STOP_CHECK_EVERY == 0:
-            stop = _hopeless(history[active, t - memory + 1 : t + 1], n_iter - t, best_values.min())
-            if stop.any():
-                n_steps[active[stop]] = t
-                if verbose:
-                    logger.info(
-                        "iteration %d: stopped %d run(s) that can no longer improve the best "
-                        "objective; %d left",
-                        t,
-                        int(stop.sum()),
-                        int((~stop).sum()),
-                    )
-                keep = ~stop
-                active, Xt, gradient_t = active[keep], Xt[keep], gradient_t[keep]
-                if active.size == 0:
-                    break
-        Xt = _retract(Xt, -step * _tangent_rows(Xt, gradient_t), retraction)
-    return best_points.transpose(0, 2, 1), best_values, history, n_steps
 
 
 def _check_descent_memory(n_restarts, n_iter, p, d, k, parametrization):
@@ -488,12 +72,13 @@ def _check_descent_memory(n_restarts, n_iter, p, d, k, parametrization):
 
     Per run (``n_restarts + 1``) of points ``r = d`` or ``p - d`` columns wide: the
     products ``X^T M_b`` (``r k p``), about six ``r p`` arrays (starts, iterate,
-    best iterate, gradient, retraction) and the history (``n_iter + 1``).
+    best iterate, gradient, retraction) and the history (``n_iter + 1``), held
+    twice (the loop's step-major copy and the returned one).
     """
     r = d if parametrization == "direct" else p - d
     runs = float(n_restarts) + 1.0
     check_allocation(
-        8.0 * runs * (r * p * (k + 6.0) + n_iter + 1.0),
+        8.0 * runs * (r * p * (k + 6.0) + 2.0 * (n_iter + 1.0)),
         f"RobustFairPCA's descent from n_restarts + 1 = {int(runs)} starts (points of "
         f"{p} x {r} with parametrization={parametrization!r}, {k} groups, n_iter={n_iter})",
         "Lower n_restarts"
@@ -541,9 +126,9 @@ def _late_improvement(history, n_iter):
     """Relative fall of the best objective over the second half of an ``n_iter``-step run.
 
     ``history`` holds the objective at the start and after each step the run took; a
-    run stopped early (see :func:`_hopeless`) could not have improved its best any
-    more, so its best is taken as constant over the steps it did not take, which
-    makes the result that of the full run.
+    run stopped early (see :func:`fairpca._robust_descent._hopeless`) could not have
+    improved its best any more, so its best is taken as constant over the steps it
+    did not take, which makes the result that of the full run.
 
     Returns
     -------
