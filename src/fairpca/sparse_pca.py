@@ -1,13 +1,16 @@
-r"""Fair sparse PCA: loadings with few non-zero entries and equal projected group means.
+r"""Fair sparse PCA: loadings with few non-zero entries, fair to every group.
 
 Babu and Stoica [Babu2025]_ ask for principal components that are both fair
-and sparse, so that a reader can name the features each component uses. Their
-fairness notion is Samadi et al.'s max-min variance, solved with a sparsity
-penalty by minorization-maximization; the full text was not available to us,
-so this module implements a well-posed problem of the same family with a
-cardinality bound and the linear fairness constraint of
-:class:`~fairpca.MeanMatchingFairPCA` (Kleindessner et al.). For the first
-component,
+and sparse, so that a reader can name the features each component uses.
+:class:`FairSparsePCA` offers two fairness notions:
+
+- ``fairness="max-min"``, the paper's: maximise the smallest group
+  variance captured minus a sparsity penalty, by minorization-maximization
+  (:mod:`fairpca._sparse_pca_mm`, where the formulation, the surrogate and
+  the monotonicity guarantee are written out);
+- ``fairness="mean-matching"`` (default): a cardinality bound with the linear fairness
+  constraint of :class:`~fairpca.MeanMatchingFairPCA` (Kleindessner et al.),
+  solved over supports as below. For the first component,
 
 .. math::
 
@@ -26,7 +29,9 @@ optimal value ``lambda(S)`` its eigenvalue. ``S`` is *feasible* when that
 null space is not empty (generically ``|S| > k - 1`` for ``k`` groups). The
 problem is thus a search over supports.
 
-**Support search.** Forward selection with exchanges: starting from the empty
+**Support search.** When there are at most ``EXHAUSTIVE_SUPPORTS`` supports
+of ``s`` features, all of them (one batched closed form): the exact optimum.
+Otherwise forward selection with exchanges: starting from the empty
 support, add the feature whose addition gives the largest ``lambda`` (while no
 candidate is feasible, the one leaving the fewest features still needed, then
 the most unconstrained variance; see :func:`support_values`); after
@@ -63,6 +68,9 @@ References
 
 from __future__ import annotations
 
+import itertools
+import math
+import numbers
 import warnings
 
 import numpy as np
@@ -71,7 +79,8 @@ from sklearn.utils import Bunch
 
 from fairpca._base import FairPCABase
 from fairpca._config import document_require_groups
-from fairpca._linalg import flip_signs
+from fairpca._linalg import flip_signs, top_eigh
+from fairpca._sparse_pca_mm import max_min_objective, max_min_sparse_pca
 from fairpca._validation import check_number
 from fairpca.mean_matching import attribute_mean_shifts, constraint_gaps, moments_constraint_bases
 from fairpca.moments import GroupMoments
@@ -90,8 +99,14 @@ _RANK_RTOL = 1e-10
 #: An exchange must raise ``lambda`` by this fraction of it: no cycling on ties.
 _GAIN_RTOL = 1e-12
 
+#: The fairness notions of :class:`FairSparsePCA`.
+_FAIRNESS = ("max-min", "mean-matching")
+
 #: Largest number of float64 entries of one batch of support matrices.
 _BATCH_ENTRIES = 1 << 22
+
+#: Sizes with at most this many supports are searched exhaustively (all of them).
+EXHAUSTIVE_SUPPORTS = 2000
 
 
 def support_values(covariance, constraints, supports, tol=_RANK_RTOL):
@@ -207,30 +222,56 @@ def _exchange(covariance, constraints, support, state, max_passes):
     return support, state, max_passes, False
 
 
-def _search(covariance, constraints, levels, max_passes):
-    """Forward selection with exchanges, recording the answer at each size in ``levels``.
+def _exhaustive(covariance, constraints, size):
+    """The best of all ``C(p, size)`` supports: ``(support, state)`` as in :func:`_search`."""
+    supports = np.array(list(itertools.combinations(range(covariance.shape[0]), size)))
+    key, index, vector = _best(covariance, constraints, supports)
+    return supports[index], (key, vector)
 
-    Returns a list of ``(support, feasible, value, vector)`` (one per level,
-    ascending), the number of search steps and whether every exchange phase
-    ended on its own (not at ``max_passes``).
+
+def _exhaustive_sizes(p, top):
+    """For ``t = 0 .. top + 1``: whether ``C(p, t) <= EXHAUSTIVE_SUPPORTS``."""
+    return [math.comb(p, t) <= EXHAUSTIVE_SUPPORTS for t in range(top + 2)]
+
+
+def _search(covariance, constraints, levels, max_passes):
+    """The best support at each size in ``levels``: all supports, or forward selection.
+
+    A size with at most ``EXHAUSTIVE_SUPPORTS`` supports is searched
+    exhaustively; another is reached by a forward step from the support of
+    the size below, then exchanges. Each forward step only adds a feature, so
+    ``lambda`` is non-decreasing in the size either way.
+
+    Returns a list of ``(support, feasible, value, vector, search)`` (one per
+    level, ascending; ``search`` is ``"exhaustive"`` or ``"greedy"``), the
+    number of search steps and whether every exchange phase ended on its own
+    (not at ``max_passes``).
     """
     p = covariance.shape[0]
+    exact = _exhaustive_sizes(p, max(levels))
     support = np.zeros(0, dtype=np.intp)
     state = ((False, -p, -np.inf), np.zeros(0))
     found, steps, converged = [], 0, True
     for size in range(1, max(levels) + 1):
-        outside = np.setdiff1d(np.arange(p), support)
-        trials = np.column_stack((np.repeat(support[None, :], outside.size, axis=0), outside))
-        key, index, vector = _best(covariance, constraints, trials)
-        support, state = trials[index], (key, vector)
-        support, state, passes, ended = _exchange(
-            covariance, constraints, support, state, max_passes
-        )
-        steps += 1 + passes
-        converged &= ended
+        if exact[size]:
+            if size not in levels and exact[size + 1]:
+                continue  # the next size is searched exhaustively too
+            support, state = _exhaustive(covariance, constraints, size)
+            steps += 1
+        else:
+            outside = np.setdiff1d(np.arange(p), support)
+            trials = np.column_stack((np.repeat(support[None, :], outside.size, axis=0), outside))
+            key, index, vector = _best(covariance, constraints, trials)
+            support, state = trials[index], (key, vector)
+            support, state, passes, ended = _exchange(
+                covariance, constraints, support, state, max_passes
+            )
+            steps += 1 + passes
+            converged &= ended
         if size in levels:
             (feasible, _, value), vector = state
-            found.append((support.copy(), feasible, value, vector))
+            search = "exhaustive" if exact[size] else "greedy"
+            found.append((support.copy(), feasible, value, vector, search))
     return found, steps, converged
 
 
@@ -284,6 +325,9 @@ def fair_sparse_components(moments, d, n_nonzero, max_iter=100):
         Forward steps plus exchange passes, summed over the components.
     converged : bool
         False when an exchange phase stopped at ``max_iter``.
+    search : {"exhaustive", "greedy"}
+        Whether every support of ``s`` features was tried (at most
+        ``EXHAUSTIVE_SUPPORTS`` of them) or forward selection with exchanges ran.
 
     Raises
     ------
@@ -294,16 +338,16 @@ def fair_sparse_components(moments, d, n_nonzero, max_iter=100):
     p = covariance.shape[0]
     s = min(n_nonzero, p)
     components = np.zeros((0, p))
-    steps, converged = 0, True
+    steps, converged, search = 0, True, "exhaustive"
     for j in range(d):
         constraints = np.column_stack((fairness, components.T))
         found, n_steps, ended = _search(covariance, constraints, [s], max_iter)
-        support, feasible, _, vector = found[0]
+        support, feasible, _, vector, search = found[0]
         if not feasible:
             raise _infeasible(s, j)
         components = np.vstack((components, _loadings(support, vector, p)))
         steps, converged = steps + n_steps, converged and ended
-    return components, steps, converged
+    return components, steps, converged, search
 
 
 def _check_n_nonzero(value, name="n_nonzero"):
@@ -348,7 +392,10 @@ def fair_sparse_pca_path(X, sensitive_features, n_nonzero_values, *, max_iter=10
         feasible);
         ``explained_variance_ratio`` (m,): ``u^T Sigma u / tr Sigma``;
         ``mean_gap`` (m,): largest ``|u^T (mu_a - mu)|`` over the groups (0
-        up to rounding); both NaN where not feasible.
+        up to rounding); both NaN where not feasible; ``search`` (m,):
+        ``"exhaustive"`` where every support of that size was tried (at most
+        ``EXHAUSTIVE_SUPPORTS``), ``"greedy"`` where forward selection with
+        exchanges ran.
 
     Examples
     --------
@@ -380,7 +427,7 @@ def fair_sparse_pca_path(X, sensitive_features, n_nonzero_values, *, max_iter=10
     feasible = np.array([by_level[min(s, p)][1] for s in sizes])
     for i, s in enumerate(sizes):
         if feasible[i]:
-            support, _, _, vector = by_level[min(s, p)]
+            support, _, _, vector, _ = by_level[min(s, p)]
             loadings[i] = flip_signs(_loadings(support, vector, p)[None, :])[0]
     variance = np.einsum("ip,pq,iq->i", loadings, covariance, loadings)
     total = np.trace(covariance)
@@ -392,16 +439,37 @@ def fair_sparse_pca_path(X, sensitive_features, n_nonzero_values, *, max_iter=10
         loadings=loadings,
         explained_variance_ratio=np.where(feasible, variance / total if total > 0 else 0.0, np.nan),
         mean_gap=np.where(feasible, gap, np.nan),
+        search=np.array([by_level[min(s, p)][4] for s in sizes]),
     )
 
 
 @document_require_groups
 class FairSparsePCA(FairPCABase):
-    r"""Sparse principal components with equal projected group means (Babu & Stoica, 2025).
+    r"""Sparse principal components fair to every group (Babu & Stoica, 2025).
 
-    Each component maximises the captured variance over unit loading vectors
-    with at most ``n_nonzero`` non-zero entries on which every group has the
-    same mean, orthogonal to the earlier components:
+    ``fairness="max-min"`` (the paper's problem): with ``B_a`` group
+    ``a``'s second moment about the pooled mean, the loadings ``U`` (``p x d``,
+    orthonormal columns) maximise
+
+    .. math::
+
+        \min_a \operatorname{tr}(U^T B_a U) - \rho \sum_{ij} \phi(U_{ij}),
+        \qquad \phi(x) = \frac{\log(1 + x^2/\varepsilon^2)}{\log(1 + 1/\varepsilon^2)},
+
+    the smallest group variance captured minus ``rho`` per (smoothed) non-zero
+    loading, ``rho = penalty * lambda_max(sum_a pi_a B_a)`` (``pi_a`` the group
+    proportions, ``eps = 0.03``). Minorization-maximization: each step
+    maximises a minorizer (tangent planes of the convex captured variances and
+    of the concave penalty) whose maximiser over ``U^T U <= I`` is orthonormal,
+    through a dual over the group weights; the objective never decreases
+    (``objective_path_``). Loadings below ``eps`` are then set to zero. With
+    ``penalty=0`` this is the paper's fair PCA (dense). Derivation in
+    :mod:`fairpca._sparse_pca_mm`.
+
+    ``fairness="mean-matching"``: each component maximises the captured
+    variance over unit loading vectors with at most ``n_nonzero`` non-zero
+    entries on which every group has the same mean, orthogonal to the earlier
+    components:
 
     .. math::
 
@@ -409,11 +477,11 @@ class FairSparsePCA(FairPCABase):
         \|u\|_0 \le s,\ u^T (\mu_a - \mu) = 0\ \forall a,\
         u^T u_i = 0\ (i < j).
 
-    For a fixed support the answer is an eigenvector (closed form); the
-    support is found by forward selection with single exchanges, which
-    returns a support no single exchange improves (not necessarily the
-    global optimum, which is NP-hard to find in general). See the module
-    docstring for the derivation and :func:`~fairpca.sparse_pca.fair_sparse_pca_path` for the
+    For a fixed support the answer is an eigenvector (closed form); with at
+    most ``EXHAUSTIVE_SUPPORTS`` supports all are tried (exact), otherwise
+    forward selection with single exchanges returns a support no single
+    exchange improves (not necessarily the global optimum). See the module
+    docstring and :func:`~fairpca.sparse_pca.fair_sparse_pca_path` for the
     loadings against ``s``.
 
     Parameters
@@ -421,28 +489,46 @@ class FairSparsePCA(FairPCABase):
     n_components : int or float, default=2
         Number of components ``d`` (a float in (0, 1): a share of variance,
         as in :class:`~fairpca.FairPCABase`).
+    fairness : {"max-min", "mean-matching"}, default="mean-matching"
+        The fairness notion (above). ``"max-min"`` is the paper's.
+    penalty : float, default=0.1
+        ``"max-min"`` only: the price of a non-zero loading as a share of the
+        top pooled variance; 0 gives dense fair PCA, larger values sparser
+        loadings (all zero once no loading earns its price).
     n_nonzero : int, default=5
-        Largest number ``s`` of non-zero loadings per component; ``s >= p``
-        leaves the loadings dense (the components of
-        :class:`~fairpca.MeanMatchingFairPCA`). With ``k`` groups a
+        ``"mean-matching"`` only: largest number ``s`` of non-zero loadings
+        per component; ``s >= p`` leaves the loadings dense (the components
+        of :class:`~fairpca.MeanMatchingFairPCA`). With ``k`` groups a
         component needs ``s > k - 1`` in general.
-    max_iter : int, default=100
-        Most exchange passes after each forward step; reaching it issues a
-        ``ConvergenceWarning``.
+    tol : float, default=1e-8
+        ``"max-min"`` only: stop when the objective changes by at most this
+        fraction of itself.
+    max_iter : int, default=1000
+        Most MM steps (``"max-min"``) or exchange passes after each forward
+        step (``"mean-matching"``); reaching it issues a ``ConvergenceWarning``.
     %(require_groups)s
 
     Attributes
     ----------
     components_ : ndarray of shape (n_components, n_features)
-        Orthonormal rows, each with at most ``n_nonzero`` non-zero entries,
-        sorted by the training variance they explain.
+        Unit rows sorted by the training variance they explain. Orthogonal
+        for ``"mean-matching"`` and for ``"max-min"`` with ``penalty=0``;
+        with a penalty, orthogonal up to the dropped loadings (below 0.03).
+    objective_ : float
+        ``"max-min"``: the penalised objective at ``components_``; None otherwise.
+    objective_path_ : ndarray of shape (n_iter_ + 1,)
+        ``"max-min"``: the objective at each MM iterate (non-decreasing);
+        None otherwise.
+    support_search_ : {"exhaustive", "greedy"} or None
+        ``"mean-matching"``: whether all supports were tried; None otherwise.
     mean_gap_ : float
         Largest ``|u_j^T (mu_a - mu)|`` over components and groups on the
-        training data (0 up to rounding); absent after a fit without groups.
+        training data (0 up to rounding for ``"mean-matching"``); absent
+        after a fit without groups.
     n_iter_ : int
-        Forward steps plus exchange passes, summed over the components.
+        MM steps, or forward steps plus exchange passes summed over the components.
     converged_ : bool
-        False when an exchange phase stopped at ``max_iter``.
+        False when ``max_iter`` stopped the MM or an exchange phase.
     mean_, groups_, group_counts_, moments_, explained_variance_,
     explained_variance_ratio_, component_scales_, n_components_, n_features_in_
         As in :class:`~fairpca.FairPCABase`.
@@ -455,7 +541,9 @@ class FairSparsePCA(FairPCABase):
 
     See Also
     --------
-    MeanMatchingFairPCA : The dense components (``n_nonzero >= n_features``).
+    MinMaxLossFairPCA : Dense max-min fair PCA by its SDP relaxation
+        (``objective="variance"``).
+    MeanMatchingFairPCA : The dense mean-matching components.
     sklearn.decomposition.SparsePCA : Group-blind sparse PCA by an l1 penalty.
 
     References
@@ -470,9 +558,14 @@ class FairSparsePCA(FairPCABase):
     >>> from fairpca import FairSparsePCA
     >>> from fairpca.datasets import make_gaussian_groups
     >>> X, s = make_gaussian_groups(n_samples=500, n_features=8, random_state=0)
-    >>> est = FairSparsePCA(n_components=2, n_nonzero=3).fit(X, sensitive_features=s)
-    >>> (est.components_ != 0).sum(axis=1).tolist()
-    [3, 3]
+    >>> est = FairSparsePCA(n_components=1, fairness="max-min", penalty=0.2, tol=1e-6)
+    >>> est = est.fit(X, sensitive_features=s)
+    >>> bool((np.diff(est.objective_path_) >= 0).all())
+    True
+    >>> est = FairSparsePCA(n_components=2, fairness="mean-matching", n_nonzero=3)
+    >>> est = est.fit(X, sensitive_features=s)
+    >>> (est.components_ != 0).sum(axis=1).tolist(), est.support_search_
+    ([3, 3], 'exhaustive')
     >>> Z = est.transform(X)
     >>> bool(np.allclose(Z[s == 0].mean(axis=0), Z[s == 1].mean(axis=0)))
     True
@@ -484,25 +577,60 @@ class FairSparsePCA(FairPCABase):
         self,
         n_components: int | float = 2,
         *,
+        fairness: str = "mean-matching",
+        penalty: float = 0.1,
         n_nonzero: int = 5,
-        max_iter: int = 100,
+        tol: float = 1e-8,
+        max_iter: int = 1000,
         require_groups: bool = False,
     ) -> None:
         self.n_components = n_components
+        self.fairness = fairness
+        self.penalty = penalty
         self.n_nonzero = n_nonzero
+        self.tol = tol
         self.max_iter = max_iter
         self.require_groups = require_groups
 
     def _check_params(self):
+        if self.fairness not in _FAIRNESS:
+            raise ValueError(
+                f"fairness must be one of {', '.join(map(repr, _FAIRNESS))}, got {self.fairness!r}."
+            )
+        check_number(self.penalty, "penalty", numbers.Real, minimum=0)
         _check_n_nonzero(self.n_nonzero)
+        check_number(self.tol, "tol", numbers.Real, minimum=0, include_boundaries="neither")
         check_number(self.max_iter, "max_iter", minimum=1)
 
     def _fit_components(self, X, codes, moments, y, d):
-        components, self.n_iter_, self.converged_ = fair_sparse_components(
-            moments, d, int(self.n_nonzero), int(self.max_iter)
-        )
-        if not self.converged_:
-            _warn_exchanges(self.max_iter)
+        self.objective_ = self.objective_path_ = None
+        self.support_search_ = None
+        if self.fairness == "max-min":
+            components = self._fit_max_min(moments, d)
+        else:
+            components, self.n_iter_, self.converged_, self.support_search_ = (
+                fair_sparse_components(moments, d, int(self.n_nonzero), int(self.max_iter))
+            )
+            if not self.converged_:
+                _warn_exchanges(self.max_iter)
         shifts = attribute_mean_shifts(moments)[0]
         self.mean_gap_ = constraint_gaps(moments, shifts, components)["mean_gap"]
         return components, None
+
+    def _fit_max_min(self, moments, d):
+        B = moments.second_moment(center="pooled")
+        pooled = np.tensordot(moments.proportions, B, axes=1)
+        rho = float(self.penalty) * top_eigh(pooled, 1)[0][0]
+        result = max_min_sparse_pca(B, d, rho, tol=float(self.tol), max_iter=int(self.max_iter))
+        self.n_iter_, self.converged_ = result.n_iter, result.converged
+        if not self.converged_:
+            warnings.warn(
+                f"the MM iteration stopped after {result.n_iter} steps with a relative "
+                f"objective change of {result.change:.3g} > tol={self.tol:g}; raise max_iter.",
+                ConvergenceWarning,
+                stacklevel=4,
+            )
+        U = result.loadings
+        self.objective_path_ = result.objective_path
+        self.objective_ = max_min_objective(B, U, rho)
+        return U.T
