@@ -166,6 +166,31 @@ def test_fits_extend_each_other(k):
     assert long.gap_ == pytest.approx(np.max(long.prefix_gaps_))
 
 
+def test_no_variance_left_on_the_complement():
+    """Every group on one axis: later prefixes capture nothing, any orthogonal row will do."""
+    rng = np.random.default_rng(70)
+    X = np.zeros((30, 4))
+    X[:, 0] = rng.normal(size=30)
+    est = fit(X, np.repeat(["a", "b", "c"], 10), 3, nested=True)
+    assert np.all(np.isfinite(est.components_))
+    np.testing.assert_allclose(est.components_ @ est.components_.T, np.eye(3), atol=1e-12)
+    assert abs(est.components_[0, 0]) == pytest.approx(1.0)
+
+
+def test_partial_fit_equals_fit():
+    X, s = make_groups(3, 6, 71)
+    order = np.random.default_rng(71).permutation(len(X))
+    X, s = X[order], s[order]
+    whole = fit(X, s, 3, nested=True)
+    chunked = MinMaxLossFairPCA(3, nested=True)
+    for start in range(0, len(X), 60):
+        chunked.partial_fit(X[start : start + 60], sensitive_features=s[start : start + 60])
+    np.testing.assert_allclose(
+        np.abs(np.sum(whole.components_ * chunked.components_, axis=1)), 1.0, atol=1e-8
+    )
+    np.testing.assert_allclose(chunked.prefix_gaps_, whole.prefix_gaps_, rtol=1e-6, atol=1e-12)
+
+
 # --------------------------------------------------------------------------- two groups
 @pytest.mark.parametrize("objective", ["loss", "variance"])
 @pytest.mark.parametrize("seed", range(3))

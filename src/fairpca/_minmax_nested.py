@@ -36,8 +36,7 @@ sinusoid's minimum and each pair's crossings); for ``s >= 3`` the search takes
 ``q_1``, the eigenvector of the largest eigenvalue. Since the relaxation need
 not be tight, the best unit vector can lie outside that span: a local descent
 over the unit sphere of the complement (:func:`refine_direction`) then starts
-from the span's vector and from each group's own best direction, and the best
-end is the component.
+from the span's vector, and where it ends is the component.
 
 **Guarantee.** For each prefix, with ``value_r`` the returned vector's largest
 loss, ``OPT_r`` the best unit vector's and ``lam_1 >= 1/s`` the largest
@@ -68,7 +67,7 @@ References
 import numpy as np
 from scipy.optimize import minimize
 
-from fairpca._linalg import row_space, top_eigh_fast
+from fairpca._linalg import row_space
 from fairpca._minmax_rounding import diagonal_captures, round_extreme_point
 
 __all__ = [
@@ -82,9 +81,13 @@ __all__ = [
 #: A descent step must lower the unit-scale objective by this much to count.
 _IMPROVEMENT = 1e-13
 
-#: Subspace steps of :func:`refine_direction`, and SLSQP iterations within each.
+#: Steps of :func:`refine_direction`, the columns of its subspace, and SLSQP iterations per step.
 _MAX_STEPS = 100
+_MAX_BASIS = 60
 _STEP_ITER = 200
+
+#: Norm (unit-scale problem) below which a gradient direction counts as inside the subspace.
+_RESIDUAL = 1e-10
 
 
 def complement_moments(B, U):
@@ -221,13 +224,16 @@ def _epigraph_step(offsets, C, x0):
 def refine_direction(B, offsets, u):
     """Local descent of ``max_a (offsets_a - u^T B_a u)`` over unit vectors, from ``u``.
 
-    Each step restricts the problem to the span of ``u``, the groups' gradient
-    directions ``B_a u`` and the previous step (at most ``k + 2`` dimensions,
-    holding every first-order descent direction at ``u``), solves it locally
-    by :func:`_epigraph_step`, and keeps the result only if it lowers the
-    objective; a step that lowers nothing ends the descent. The iterates stay
-    in the span of ``u`` and the ranges of the ``B_a``: inside the complement
-    of the earlier components when the ``B_a`` are projected on it.
+    A growing-subspace method: the problem is solved locally (by
+    :func:`_epigraph_step`) on the span ``S`` of ``u`` and of the groups'
+    gradient directions ``B_a u`` met so far; each step adds the parts of the
+    new ``B_a u`` outside ``S``. When those parts vanish, every group's
+    gradient at ``u`` lies in ``S``, so a local solution on ``S`` satisfies the
+    first-order conditions on the whole sphere; a step that lowers nothing
+    also ends the descent. ``S`` restarts from ``u`` when it would exceed
+    ``_MAX_BASIS`` columns. The iterates stay in the span of ``u`` and the
+    ranges of the ``B_a``: inside the complement of the earlier components
+    when the ``B_a`` are projected on it.
 
     Parameters
     ----------
@@ -246,17 +252,26 @@ def refine_direction(B, offsets, u):
     scale = max(float(np.max(np.abs(offsets))), float(np.max(np.trace(B, axis1=1, axis2=2))))
     scale = max(scale, np.finfo(float).tiny)
     B, offsets = B / scale, offsets / scale
+    k, p = B.shape[0], B.shape[1]
     value = float(np.max(offsets - np.einsum("p,apq,q->a", u, B, u)))
-    step = np.zeros((B.shape[1], 0))
+    S, BS = np.zeros((p, 0)), np.zeros((k, p, 0))
     for _ in range(_MAX_STEPS):
-        basis = row_space(np.column_stack([u, np.einsum("apq,q->pa", B, u), step]).T)[0]
-        C = np.einsum("pi,apq,qj->aij", basis, B, basis)
-        new = basis @ _epigraph_step(offsets, C, basis.T @ u)
-        new /= np.linalg.norm(new)
-        new_value = float(np.max(offsets - np.einsum("p,apq,q->a", new, B, new)))
-        if not new_value < value - _IMPROVEMENT:
+        if S.shape[1] + k + 1 > min(_MAX_BASIS, p):
+            S, BS = np.zeros((p, 0)), np.zeros((k, p, 0))
+        new = np.column_stack([u, np.einsum("apq,q->pa", B, u)])
+        new -= S @ (S.T @ new)
+        if S.shape[1] and np.max(np.linalg.norm(new[:, 1:], axis=0)) <= _RESIDUAL:
             break
-        step, u, value = (new - u)[:, None], new, new_value
+        new -= S @ (S.T @ new)  # twice is enough for orthogonality to S
+        N = row_space(new.T)[0]
+        S, BS = np.column_stack([S, N]), np.concatenate([BS, B @ N], axis=2)
+        x = _epigraph_step(offsets, np.einsum("pi,apj->aij", S, BS), S.T @ u)
+        step = S @ x
+        step /= np.linalg.norm(step)
+        step_value = float(np.max(offsets - np.einsum("p,apq,q->a", step, B, step)))
+        if not step_value < value - _IMPROVEMENT:
+            break
+        u, value = step, step_value
     return u, value * scale
 
 
@@ -271,21 +286,22 @@ def _next_component(B_r, offsets, V, lam_hat, U):
         Number of fractional eigenvalues the extreme-point rounding left.
     """
     Q, lam = round_extreme_point(B_r, offsets, 1, V, lam_hat)
-    if Q.shape[1] == 0:
-        # Nothing captures anything on the complement: every direction is as good.
-        return row_space(U.T)[1][:, 0], 0
-    order = np.argsort(-lam, kind="stable")  # the span search starts at the largest
-    Q, lam = Q[:, order], lam[order]
-    u = Q @ best_in_span(offsets, np.einsum("pi,apq,qj->aij", Q, B_r, Q))[0]
     span = int(np.sum(lam < 1))
-    if span >= 2:
-        # The relaxation may not be tight: descend from the span's best vector and from
-        # each group's own best direction on the complement; keep the best end.
-        starts = [u] + [top_eigh_fast(Ba, 1)[1][:, 0] for Ba in B_r]
-        u = min((refine_direction(B_r, offsets, x) for x in starts), key=lambda end: end[1])[0]
+    u = np.zeros(B_r.shape[1])
+    if Q.shape[1]:
+        order = np.argsort(-lam, kind="stable")  # the span search starts at the largest
+        Q = Q[:, order]
+        u = Q @ best_in_span(offsets, np.einsum("pi,apq,qj->aij", Q, B_r, Q))[0]
+        if span >= 2:
+            # The relaxation may not be tight: the best unit vector can lie outside the span.
+            u = refine_direction(B_r, offsets, u)[0]
     # B_r vanishes on range(U): removing that part and renormalising only adds capture.
     u = u - U @ (U.T @ u)
-    return u / np.linalg.norm(u), span
+    norm = np.linalg.norm(u)
+    if norm <= 1e-8:
+        # Nothing captures anything on the complement: every direction there is as good.
+        return row_space(U.T)[1][:, 0], span
+    return u / norm, span
 
 
 def fit_nested(B, targets, solve):
