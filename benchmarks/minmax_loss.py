@@ -23,6 +23,7 @@ BLAS runs on one thread throughout. Usage::
 
     python benchmarks/minmax_loss.py                      # everything
     python benchmarks/minmax_loss.py --quick              # 3 repeats, no LFW
+    python benchmarks/minmax_loss.py --quick --repeat 15  # 15 repeats, no LFW
     python benchmarks/minmax_loss.py --data-home ../shared/data
 """
 
@@ -146,11 +147,13 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="3 repeats, no LFW")
     parser.add_argument("-d", type=int, default=5, help="n_components (default 5)")
-    parser.add_argument("--repeat", type=int, default=15, help="interleaved runs (default 15)")
+    parser.add_argument(
+        "--repeat", type=int, default=None, help="interleaved runs (default 15, --quick 3)"
+    )
     parser.add_argument("--lfw-repeat", type=int, default=5, help="interleaved LFW runs")
     parser.add_argument("--data-home", default=None, help="data home (default $FAIRPCA_DATA)")
     args = parser.parse_args()
-    repeat = 3 if args.quick else args.repeat
+    repeat = args.repeat or (3 if args.quick else 15)
     print("python benchmarks/minmax_loss.py " + " ".join(sys.argv[1:]))
     logging.getLogger("fairpca").setLevel(logging.WARNING)
     with threadpool_limits(limits=1):

@@ -26,6 +26,7 @@ References
    Fairness." NeurIPS 2019.
 """
 
+import functools
 import math
 
 import numpy as np
@@ -125,7 +126,7 @@ def _to_vertex(C, beta, d, lam):
 
 def diagonal_captures(B, U):
     """``C[a, j] = u_j^T B_a u_j``, shape (k, r): what each direction captures per group."""
-    return np.array([np.sum(U * (Ba @ U), axis=0) for Ba in B])
+    return np.einsum("pj,apj->aj", U, B @ U)
 
 
 def round_lp(B, beta, d, U, lam_hat, unit):
@@ -170,13 +171,18 @@ def round_lp(B, beta, d, U, lam_hat, unit):
     return lam_bar, C
 
 
+@functools.cache
 def _symmetric_basis(s):
     """Index pairs ``(i, j), i <= j`` and weights 1 (diagonal) or 2 (off-diagonal).
 
     ``<C, S> = sum_{i <= j} weight_ij C_ij S_ij`` for symmetric ``C`` and ``S``.
+    Cached (read-only): ``np.triu_indices`` costs more than a rounding step's arithmetic.
     """
     i, j = np.triu_indices(s)
-    return i, j, np.where(i == j, 1.0, 2.0)
+    basis = (i, j, np.where(i == j, 1.0, 2.0))
+    for array in basis:
+        array.setflags(write=False)
+    return basis
 
 
 def _largest_feasible_step(lam, S):
@@ -241,7 +247,7 @@ def round_extreme_point(B, beta, d, U, lam):
     # Losses and captures in units of the largest entry, as in _to_vertex.
     scale = max(float(np.max(np.abs(np.trace(B, axis1=1, axis2=2)))), np.finfo(float).tiny)
     fixed = (beta - diagonal_captures(B, V1).sum(axis=1)) / scale
-    C = np.einsum("pi,apq,qj->aij", Q, B, Q) / scale
+    C = Q.T @ B @ Q / scale
     n_ones = V1.shape[1]
     for _ in range(2 * (lam_f.size + B.shape[0] + 2) + lam_f.size**2):
         s = lam_f.size
@@ -252,12 +258,12 @@ def round_extreme_point(B, beta, d, U, lam):
         trace_tight = trace >= d - _TIGHT_TOL * d
         i, j, weight = _symmetric_basis(s)
         n_unknowns = i.size + 1
-        rows = [np.append(-weight * C[a, i, j], -1.0) for a in np.flatnonzero(tight)]
+        rows = np.hstack([-weight * C[tight][:, i, j], np.full((int(tight.sum()), 1), -1.0)])
         if trace_tight:
-            rows.append(np.append(np.where(i == j, 1.0, 0.0), 0.0))
-        if s == 0 or n_unknowns <= len(rows):
+            rows = np.vstack([rows, np.append(weight == 1.0, 0.0)])
+        if s == 0 or n_unknowns <= rows.shape[0]:
             break
-        _, _, vt = np.linalg.svd(np.array(rows))
+        _, _, vt = np.linalg.svd(rows)
         direction = vt[-1]
         if direction[-1] > 0:
             direction = -direction
@@ -277,7 +283,7 @@ def round_extreme_point(B, beta, d, U, lam):
             break
         # Re-diagonalise the moved block; eigenvalues at 0 or 1 leave it.
         new_lam, R = np.linalg.eigh(np.diag(lam_f) + step * S)
-        Q, C = Q @ R, np.einsum("ai,zab,bj->zij", R, C, R)
+        Q, C = Q @ R, R.T @ C @ R
         leaving_one = new_lam >= 1 - _INTEGRALITY_TOL
         stay = (new_lam > _INTEGRALITY_TOL) & ~leaving_one
         if leaving_one.any():

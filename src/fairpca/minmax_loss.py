@@ -115,7 +115,9 @@ def _dual_value(B, beta, w, d, exact=True):
     losses : ndarray of shape (k,)
         Group losses of ``V V^T``: a supergradient of ``g`` at ``w``.
     """
-    values, V = (top_eigh if exact else top_eigh_fast)(np.tensordot(w, B, axes=1), d)
+    k, p, _ = B.shape
+    weighted = (w @ B.reshape(k, p * p)).reshape(p, p)  # sum_a w_a B_a
+    values, V = (top_eigh if exact else top_eigh_fast)(weighted, d)
     return float(w @ beta - values.sum()), V, _basis_losses(B, beta, V)
 
 
