@@ -25,40 +25,54 @@ blocks on the Dask route (in ``floor`` and ``fair`` alike), not in memory.
 Then every other script in ``benchmarks/`` runs with ``--quick`` and its
 output is appended. The machine is shared: timings are noisy.
 
-Targets. ``--targets`` runs only the "Fast solvers" issue's three target
-measurements on the same data, in memory, d = 5, and prints a Markdown section
-(measured ratio, target, PASS/MISS per row, the command) to stdout instead of
-writing ``results.md``. Every fit is timed in CPU seconds with one BLAS thread;
-the medians of ``--repeats`` interleaved runs are compared within the run:
+Targets. ``--targets [NAME ...]`` measures only issue 46's targets (all six
+when none is named) and prints one Markdown table to stdout (or ``--output``),
+each row as soon as it is measured, with the load average at start and end.
+Times are CPU seconds (``time.process_time``) of a child process per target
+and p, BLAS on one thread; the fits of a round are interleaved, each ratio is
+taken within its round, and the median over the rounds (min-max beside it)
+is compared with the goal. Baseline ``PCA(n_components=d,
+svd_solver="covariance_eigh")``, data of the scale grid unless said:
 
-- T1, n = 10^6, p in (20, 100): each covariance-based method's ``fit`` against
-  ``PCA(n_components=5, svd_solver="covariance_eigh").fit`` (target <= 3x),
-  all of them interleaved in one child process per p;
-- T2, ``ConvexFairPCA(solver="ADMM", max_features=None)`` at p = 1000,
-  n = 10^5: wall time under 60 s (CPU time printed too); its ``objective_``
-  within 1e-5 relative of ``solver="SCS"`` (at ``tol=1e-9``) at p in (20, 50,
-  100), n = 10^4.
-  (the ADMM solver is opt-in: SCS stays the default);
-- T3, n = 10^6, p = 100: ``RobustFairPCA`` against itself with the private
-  switch ``fairpca.robust._STOP_EARLY`` off and against commit 441422d (before
-  the early stop; a git worktree at ``--old-tree``, made if missing, imported
-  through ``PYTHONPATH``); one child process per fit, the three interleaved;
-  whole fit and solver (``_fit_components``) speed-ups (target >= 3x) and the
-  objective differences.
+- ``memory``: each covariance-based method's ``fit`` (MinMaxLoss, Robust,
+  Pareto, Convex, MeanMatching, LinearErasure) <= 2.5x PCA at n = 10^6, p in
+  (20, 100). StreamingFairPCA is not covariance-based (a power method over
+  the rows) and is not listed;
+- ``convex``: ConvexFairPCA <= 2x PCA on the same data, and on Lee et al.'s
+  COMPAS training split 0 (``fairpca.experiments.lee2022``, as
+  ``convex_admm.py --suite``) at d = 2 and 5;
+- ``dask``: ``GroupMoments.from_dask`` and each method's ``fit`` on Dask
+  input <= 1.15x the Dask floor (above) at n = 10^7, p in (20, 100); at most 3
+  rounds, the warm-up on 2,000 rows; Dask's threads count in the CPU time;
+- ``small``: MinMaxLossFairPCA <= 3x PCA at n = 10^4, p = 20;
+- ``labels``: ``LinearErasure().fit`` on Adult's numeric columns with the
+  labels ``sex`` as loaded (pandas strings) and as a NumPy object array,
+  <= 1.2x the same labels as integers;
+- ``tradeoff``: ``benchmarks/tradeoff_speed.py``'s measurement of ``fairpca
+  tradeoff`` at its defaults, under 20 s of CPU on the built-in data, 60 s on
+  German credit, 180 s on COMPAS (at most 3 rounds, each stopped at 1.5x its
+  limit).
+
+Quick fits are repeated for 0.05 s per timing. ``--quick`` shrinks n (memory
+2e4, Dask 2e5) and the rounds (2) for a smoke test; its figures are not the
+targets'. COMPAS, Adult and German credit are read from ``$FAIRPCA_DATA``.
 
 Usage::
 
     python benchmarks/run.py                # n = 1e3 ... 1e7, p in (20, 100, 500), all scripts
     python benchmarks/run.py --quick        # n <= 1e5, p in (20, 100); no other scripts
     python benchmarks/run.py --p 20 --max-n 1e6 --no-scripts
-    python benchmarks/run.py --targets --repeats 5    # T1-T3 to stdout
-    python benchmarks/run.py --targets --quick        # n = 1e5, p = 20 (T2: p = 200)
+    python benchmarks/run.py --targets                # every target, to stdout
+    python benchmarks/run.py --targets dask labels    # some of them
+    python benchmarks/run.py --targets --quick        # smoke test, small sizes
 """
 
 import argparse
+import functools
 import json
 import os
 import resource
+import signal
 import subprocess
 import sys
 import time
@@ -186,26 +200,16 @@ def _child(kind, n, p, d, seed):
 
     warnings.simplefilter("ignore", ConvergenceWarning)
     out = {}
-    if kind.startswith("t") and ":" in kind:  # "t1:R", "t2time:R", "t2obj:1", "t3:variant"
+    if kind.startswith("target-"):  # "target-<name>:<repeats>"
         from threadpoolctl import threadpool_limits
 
-        target, option = kind.split(":", 1)
+        name, repeats = kind.removeprefix("target-").split(":")
         with threadpool_limits(limits=1):
-            if target == "t1":
-                out = _t1_child(n, p, d, seed, int(option))
-            elif target in ("t2time", "t2obj"):
-                out = _t2_child(target, n, p, d, seed, int(option))
-            else:
-                out = _t3_child(option, n, p, d, seed)
-    elif kind == "floor":
-        import dask
-
+            return TARGET_CHILDREN[name](n, p, d, seed, int(repeats))
+    if kind == "floor":
         X, _ = _dask_data(n, p, seed)
         start = time.perf_counter()
-        total, gram = dask.compute(X.sum(axis=0), X.T @ X)
-        mean = total / n
-        covariance = (gram - n * np.outer(mean, mean)) / (n - 1)
-        np.linalg.eigh(covariance)
+        _dask_floor(X)
         out["time"] = time.perf_counter() - start
     elif kind == "fair":
         from fairpca import GroupMoments
@@ -373,384 +377,387 @@ def _skipped_notes(skipped):
 
 
 # ------------------------------------------------------------------ targets
+#: The covariance-based methods: one moment pass, then a solve on p x p matrices.
+#: StreamingFairPCA (a power method over the rows) and MMDFairPCA are not.
 TARGET_METHODS = (*METHODS, "MeanMatchingFairPCA", "LinearErasure")
-T1_RATIO = 3.0  # each covariance-based fit within 3x PCA's
-T2_SECONDS, T2_REL_OBJECTIVE = 60.0, 1e-5
-SCS_REFERENCE_TOL = 1e-9
-T3_SPEEDUP, T3_REL_OBJECTIVE = 3.0, 1e-6  # "same objective": within 1e-6 relative
-OLD_COMMIT = "441422d"  # RobustFairPCA before the early stop: T3's "today"
-T3_VARIANTS = {
-    "stopped": "this checkout (early stop)",
-    "full": "this checkout, `_STOP_EARLY = False` (full budget)",
-    "old": f"{OLD_COMMIT} (before the early stop)",
+#: Features of the scale-grid targets, and their rows (``--quick``: smoke-test sizes).
+TARGET_FEATURES = (20, 100)
+TARGET_N = {"memory": 10**6, "dask": 10**7, "small": 10**4}
+QUICK_N = {"memory": 2 * 10**4, "dask": 2 * 10**5, "small": 10**4}
+#: Each target's heading; the goal of its rows (a ratio) is in GOALS.
+TARGETS = {
+    "memory": "Covariance-based fits in memory ≤ 2.5× PCA",
+    "convex": "ConvexFairPCA ≤ 2× PCA",
+    "dask": "Dask fits ≤ 1.15× the Dask floor",
+    "small": "MinMaxLossFairPCA ≤ 3× PCA at n = 1e4",
+    "labels": "String labels ≤ 1.2× integer labels (LinearErasure on Adult)",
+    "tradeoff": "`fairpca tradeoff` at its defaults, CPU seconds",
 }
-
-
-def _median(values):
-    return None if not values or any(v is None for v in values) else float(np.median(values))
-
-
-def _timers(names):
-    """CPU-time timers of the moment pass and of each named class's ``_fit_components``."""
-    import fairpca
-
-    record = {}
-    if hasattr(fairpca.GroupMoments, "_from_codes"):
-        _timed(fairpca.GroupMoments, "_from_codes", record, "moments", time.process_time)
-    for name in names:
-        cls = getattr(fairpca, name)
-        if "_fit_components" in vars(cls):
-            _timed(cls, "_fit_components", record, name + ":solver", time.process_time)
-    return record
-
-
-def _measure(fit, record):
-    """Call ``fit()`` once: its result and its CPU and wall seconds, with the timers'."""
-    for key in record:
-        record[key] = 0.0
-    cpu, wall = time.process_time(), time.perf_counter()
-    result = fit()
-    numbers = {"cpu": time.process_time() - cpu, "wall": time.perf_counter() - wall}
-    return result, {**numbers, **record}
-
-
-def _warm_up(fit, X, s):
-    """One untimed fit on 2,000 rows and at most 10 columns (imports, first calls)."""
-    fit(X[:2000, : min(X.shape[1], 10)], s[:2000])
+GOALS = {"memory": 2.5, "convex": 2.0, "dask": 1.15, "small": 3.0, "labels": 1.2}
+TRADEOFF_SECONDS = {"builtin": 20.0, "german": 60.0, "compas": 180.0}
+#: A quick fit is repeated for at least this many CPU seconds per timing (less noise).
+MIN_TIMING_SECONDS = 0.05
 
 
 def _error(exc):
     return {"error": f"{type(exc).__name__}: {exc}".splitlines()[0][:200]}
 
 
-def _t1_child(n, p, d, seed, repeats):
-    """PCA and every covariance-based method, interleaved in each of ``repeats`` rounds."""
-    from sklearn.decomposition import PCA
+def _cpu_per_call(fit, calls):
+    start = time.process_time()
+    for _ in range(calls):
+        fit()
+    return (time.process_time() - start) / calls
 
-    X, s = _memory_data(n, p, seed)
-    fits = {"PCA": lambda X, s: PCA(n_components=d, svd_solver="covariance_eigh").fit(X)}
-    for name in TARGET_METHODS:
-        fits[name] = lambda X, s, name=name: _estimator(name, d).fit(X, sensitive_features=s)
-    record, out, runs = _timers(TARGET_METHODS), {}, {name: [] for name in fits}
+
+def _rounds(fits, repeats, warm_ups=None, min_seconds=0.0):
+    """CPU seconds per call of each fit in ``repeats`` interleaved rounds: ``name -> list``.
+
+    Each fit is first called once untimed (imports, first calls): itself, or
+    its stand-in in ``warm_ups`` (the same fit on small data). Without a
+    stand-in, that call also sets how many calls make one timing (at least
+    ``min_seconds``). A fit that raises gets its error instead; the others go on.
+    """
+    calls, out = {}, {}
     for name, fit in fits.items():
         try:
-            _warm_up(fit, X, s)
-        except Exception as exc:  # reported in its row; the other methods go on
+            if warm_ups is None:
+                first = _cpu_per_call(fit, 1)
+                calls[name] = max(1, int(np.ceil(min_seconds / max(first, 1e-9))))
+            else:
+                warm_ups[name]()
+                calls[name] = 1
+        except Exception as exc:  # reported in its row
             out[name] = _error(exc)
+    runs = {name: [] for name in calls}
     for _ in range(repeats):
-        for name, fit in fits.items():
-            if name in out:
-                continue
-            try:
-                _, numbers = _measure(lambda fit=fit: fit(X, s), record)
-            except Exception as exc:
-                out[name] = _error(exc)
-                continue
-            runs[name].append(
-                {
-                    "cpu": numbers["cpu"],
-                    "moments": numbers.get("moments") if name != "PCA" else None,
-                    "solver": numbers.get(name + ":solver"),
-                }
-            )
-    for name, rows in runs.items():
-        if name not in out:
-            out[name] = {key: _median([row[key] for row in rows]) for key in rows[0]}
-    return out
+        for name in calls:
+            if name not in out:
+                try:
+                    runs[name].append(_cpu_per_call(fits[name], calls[name]))
+                except Exception as exc:
+                    out[name] = _error(exc)
+    return {**runs, **out}
 
 
-def _convex_facts(est):
-    gap, n_iter = getattr(est, "duality_gap_", None), getattr(est, "n_iter_", None)
+def _pca_fit(X, d):
+    from sklearn.decomposition import PCA
+
+    return PCA(n_components=d, svd_solver="covariance_eigh").fit(X)
+
+
+def _method_fits(X, s, d, names):
     return {
-        "solver": str(est.solver),
-        "objective": float(est.objective_),
-        "gap": None if gap is None else float(gap),
-        "n_iter": None if n_iter is None else int(n_iter),
+        name: lambda name=name: _estimator(name, d).fit(X, sensitive_features=s) for name in names
     }
 
 
-def _t2_child(kind, n, p, d, seed, repeats):
-    """``t2time``: default ConvexFairPCA ``repeats`` times; ``t2obj``: default, then SCS."""
+def _target_memory_child(n, p, d, seed, repeats, names=TARGET_METHODS):
+    X, s = _memory_data(n, p, seed)
+    small = X[:2000, : min(p, 10)], s[:2000]
+    fits = {"PCA": lambda: _pca_fit(X, d), **_method_fits(X, s, d, names)}
+    warm_ups = {"PCA": lambda: _pca_fit(small[0], d), **_method_fits(*small, d, names)}
+    return _rounds(fits, repeats, warm_ups)
+
+
+def _dask_floor(X):
+    """Vanilla PCA out of core: one Dask pass for the mean and ``X^T X``, then ``eigh``."""
+    import dask
+
+    n = X.shape[0]
+    total, gram = dask.compute(X.sum(axis=0), X.T @ X)
+    mean = total / n
+    return np.linalg.eigh((gram - n * np.outer(mean, mean)) / (n - 1))
+
+
+def _target_dask_child(n, p, d, seed, repeats):
+    from fairpca import GroupMoments
+
+    def fits(X, s):
+        return {
+            "floor": lambda: _dask_floor(X),
+            "moment pass": lambda: GroupMoments.from_dask(X, s),
+            **_method_fits(X, s, d, TARGET_METHODS),
+        }
+
+    # Warmed up on 2,000 rows: at full size a warm-up would cost a whole round.
+    return _rounds(fits(*_dask_data(n, p, seed)), repeats, fits(*_dask_data(2000, p, seed)))
+
+
+def _target_small_child(n, p, d, seed, repeats):
+    X, s = _memory_data(n, p, seed)
+    fits = {"PCA": lambda: _pca_fit(X, d), **_method_fits(X, s, d, ["MinMaxLossFairPCA"])}
+    return _rounds(fits, repeats, min_seconds=MIN_TIMING_SECONDS)
+
+
+def _target_compas_child(n, p, d, seed, repeats):
+    """PCA and ConvexFairPCA on Lee et al.'s COMPAS training split 0, d = 2 and 5."""
     from fairpca import ConvexFairPCA
+    from fairpca.experiments import lee2022
 
-    def fit(X, s, solver="ADMM"):
-        # SCS at its default tol=1e-6 ends up to 1e-4 above the optimum by violating the
-        # constraints (eigenvalues of P down to -3e-5 at p = 50): the reference is SCS at 1e-9.
-        options = {"tol": SCS_REFERENCE_TOL, "max_iter": 10**6} if solver == "SCS" else {}
-        est = ConvexFairPCA(n_components=d, max_features=None, solver=solver, **options)
-        return est.fit(X, sensitive_features=s)
-
-    X, s = _memory_data(n, p, seed)
-    record = _timers(["ConvexFairPCA"])
-    _warm_up(fit, X, s)
-    if kind == "t2time":
-        runs = []
-        for _ in range(repeats):
-            est, numbers = _measure(lambda: fit(X, s), record)
-            runs.append(numbers)
-        out = {key: _median([run.get(key) for run in runs]) for key in runs[0]}
-        return {**out, **_convex_facts(est)}
-    out = {}
-    for label, solver in (("default", "ADMM"), ("SCS", "SCS")):
-        est, numbers = _measure(lambda solver=solver: fit(X, s, solver), record)
-        out[label] = {**numbers, **_convex_facts(est)}
-    return out
+    split = lee2022("compas", split=0)
+    X, s = split.X_train, split.s_train
+    fits = {}
+    for k in (2, 5):
+        fits[f"PCA d={k}"] = lambda k=k: _pca_fit(X, k)
+        fits[f"ConvexFairPCA d={k}"] = lambda k=k: ConvexFairPCA(n_components=k).fit(
+            X, sensitive_features=s
+        )
+    return {"shape": list(X.shape), **_rounds(fits, repeats, min_seconds=MIN_TIMING_SECONDS)}
 
 
-def _t3_child(variant, n, p, d, seed):
-    """One ``RobustFairPCA`` fit: this checkout's (``stopped``/``full``) or the old one's."""
-    import fairpca
-    import fairpca.robust
+def _target_labels_child(n, p, d, seed, repeats):
+    """``LinearErasure().fit`` on Adult's numeric columns, the labels ``sex`` of three kinds."""
+    from fairpca import LinearErasure
+    from fairpca.datasets import load_adult
 
-    X, s = _memory_data(n, p, seed)
-    if variant == "full":
-        fairpca.robust._STOP_EARLY = False
-    record = _timers(["RobustFairPCA"])
-
-    def fit(X, s):
-        return _estimator("RobustFairPCA", d).fit(X, sensitive_features=s)
-
-    _warm_up(fit, X, s)
-    est, numbers = _measure(lambda: fit(X, s), record)
-    budget = (est.n_restarts + 1) * est.n_iter
-    steps = getattr(est, "n_iter_per_start_", None)
-    return {
-        **numbers,
-        "objective": float(est.objective_),
-        "steps": budget if steps is None else int(np.sum(steps)),
-        "budget": budget,
-        "module": fairpca.__file__,
+    adult = load_adult(sensitive="sex")
+    X = adult.data.select_dtypes("number").to_numpy(dtype=float)
+    strings = adult.sensitive.to_numpy(dtype=object)
+    labels = {
+        "int": np.unique(strings, return_inverse=True)[1],
+        "str (pandas, as loaded)": adult.sensitive,
+        "str (NumPy object)": strings,
     }
+    fits = {
+        kind: lambda s=s: LinearErasure().fit(X, sensitive_features=s) for kind, s in labels.items()
+    }
+    return {"shape": list(X.shape), **_rounds(fits, repeats, min_seconds=MIN_TIMING_SECONDS)}
+
+
+TARGET_CHILDREN = {
+    "memory": _target_memory_child,
+    "convex": functools.partial(_target_memory_child, names=["ConvexFairPCA"]),
+    "compas": _target_compas_child,
+    "dask": _target_dask_child,
+    "small": _target_small_child,
+    "labels": _target_labels_child,
+}
+
+
+def _ratio_row(target, case, times, name, baseline):
+    """Row of ``times[name]`` over ``times[baseline]``, round by round (or the error)."""
+    row = {"target": target, "case": case, "goal": GOALS[target]}
+    if "error" in times:  # the child process failed
+        return {**row, "error": times["error"]}
+    for key in (name, baseline):
+        if not isinstance(times.get(key), list):
+            return {**row, "error": f"{key}: {times.get(key, {'error': 'not run'})['error']}"}
+    this, base = times[name], times[baseline]
+    ratios = [a / b for a, b in zip(this, base, strict=True)]
+    return {**row, "values": ratios, "this": this, "base": base}
+
+
+def _measure(args, child, n, p, repeats):
+    """Run one target child in its own process: its times, or its error."""
+    return _run_child(
+        f"target-{child}:{repeats}", n, p, args.d, args.seed, args.timeout * (repeats + 1)
+    )
+
+
+def _sizes(args):
+    return QUICK_N if args.quick else TARGET_N
+
+
+def _memory_rows(args):
+    n = _sizes(args)["memory"]
+    for p in TARGET_FEATURES:
+        _progress(f"memory: n = {n:.0e}, p = {p}")
+        times = _measure(args, "memory", n, p, args.repeats)
+        for name in TARGET_METHODS:
+            yield _ratio_row("memory", f"{name}, n = {n:.0e}, p = {p}", times, name, "PCA")
+
+
+def _convex_rows(args):
+    n = _sizes(args)["memory"]
+    for p in TARGET_FEATURES:
+        _progress(f"convex: n = {n:.0e}, p = {p}")
+        times = _measure(args, "convex", n, p, args.repeats)
+        yield _ratio_row("convex", f"n = {n:.0e}, p = {p}", times, "ConvexFairPCA", "PCA")
+    _progress("convex: COMPAS")
+    times = _measure(args, "compas", 0, 0, args.repeats)
+    shape = "×".join(map(str, times.get("shape", ["?", "?"])))
+    for k in (2, 5):
+        case = f"COMPAS, Lee et al.'s training split 0 ({shape}), d = {k}"
+        yield _ratio_row("convex", case, times, f"ConvexFairPCA d={k}", f"PCA d={k}")
+
+
+def _dask_rows(args):
+    n, repeats = _sizes(args)["dask"], min(args.repeats, 3)
+    for p in TARGET_FEATURES:
+        _progress(f"dask: n = {n:.0e}, p = {p}")
+        times = _measure(args, "dask", n, p, repeats)
+        for name in ("moment pass", *TARGET_METHODS):
+            label = "`GroupMoments.from_dask`" if name == "moment pass" else f"{name}.fit"
+            yield _ratio_row("dask", f"{label}, n = {n:.0e}, p = {p}", times, name, "floor")
+
+
+def _small_rows(args):
+    n, p = _sizes(args)["small"], TARGET_FEATURES[0]
+    times = _measure(args, "small", n, p, args.repeats)
+    yield _ratio_row("small", f"n = {n:.0e}, p = {p}", times, "MinMaxLossFairPCA", "PCA")
+
+
+def _labels_rows(args):
+    times = _measure(args, "labels", 0, 0, args.repeats)
+    shape = "×".join(map(str, times.get("shape", ["?", "?"])))
+    for kind in ("str (pandas, as loaded)", "str (NumPy object)"):
+        yield _ratio_row("labels", f"{kind} / int, Adult {shape}", times, kind, "int")
+
+
+def _tradeoff_seconds(case, timeout):
+    """CPU seconds of ``benchmarks/tradeoff_speed.py``'s measurement of ``case``, or an error.
+
+    Run in a child process with one BLAS thread and a CPU-time limit of
+    ``timeout`` seconds (past it, the row reports the limit: a miss).
+    """
+    if str(HERE) not in sys.path:
+        sys.path.insert(0, str(HERE))
+    from tradeoff_speed import _ONE_THREAD, CHILD
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_CPU, (int(timeout), int(timeout) + 5))
+
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD, case],
+        env={**os.environ, **_ONE_THREAD},
+        capture_output=True,
+        text=True,
+        check=False,
+        preexec_fn=limit,
+    )
+    if done.returncode == -signal.SIGXCPU:
+        return {"error": f"over the {timeout:.0f} s CPU limit", "over": True}
+    if done.returncode != 0:
+        return {"error": done.stderr.strip().splitlines()[-1] if done.stderr else "failed"}
+    return json.loads(done.stdout.strip().splitlines()[-1])["total"]
+
+
+def _tradeoff_rows(args):
+    repeats = min(args.repeats, 3)
+    for case, goal in TRADEOFF_SECONDS.items():
+        _progress(f"tradeoff: {case}")
+        runs = [_tradeoff_seconds(case, goal * 1.5) for _ in range(repeats)]
+        row = {"target": "tradeoff", "case": case, "goal": goal, "seconds": True}
+        errors = [run for run in runs if isinstance(run, dict)]
+        yield {**row, **errors[0]} if errors else {**row, "values": runs, "this": runs}
+
+
+TARGET_ROWS = {
+    "memory": _memory_rows,
+    "convex": _convex_rows,
+    "dask": _dask_rows,
+    "small": _small_rows,
+    "labels": _labels_rows,
+    "tradeoff": _tradeoff_rows,
+}
 
 
 def _cell(text):
     return str(text).replace("|", "/")
 
 
-def _verdict(ok):
-    return "PASS" if ok else "MISS"
-
-
 def _progress(message):
     print(message, file=sys.stderr, flush=True)
 
 
-def _target_t1(args, n, features):
-    lines = [
-        f"### T1: covariance-based fits in memory within {T1_RATIO:g}x PCA (n = {n:.0e})",
-        "",
-        f'Baseline: `PCA(n_components={args.d}, svd_solver="covariance_eigh").fit(X)`. One '
-        "child process per p fits PCA and every method in turn, the round repeated "
-        f"{args.repeats} times; median CPU seconds. Moment pass: time inside "
-        "`GroupMoments._from_codes`; solver: inside the method's `_fit_components`.",
-        "",
-        "| p | method | CPU s | moment pass s | solver s | ratio to PCA | target | result |",
-        "|---" * 8 + "|",
-    ]
-    for p in features:
-        _progress(f"T1: n = {n:.0e}, p = {p}")
-        out = _run_child(f"t1:{args.repeats}", n, p, args.d, args.seed, args.timeout * args.repeats)
-        pca = out if "error" in out else out.get("PCA", {"error": "not run"})
-        if "error" in pca:
-            lines.append(f"| {p} | PCA | {_cell(pca['error'])} | | | | | – |")
-            continue
-        lines.append(f"| {p} | PCA (baseline) | {_fmt(pca['cpu'])} | | | 1 | | |")
-        for name in TARGET_METHODS:
-            cell = out.get(name, {"error": "not run"})
-            if "error" in cell:
-                lines.append(
-                    f"| {p} | {name} | {_cell(cell['error'])} | | | | ≤ {T1_RATIO:g} | – |"
-                )
-                continue
-            ratio = cell["cpu"] / pca["cpu"]
-            lines.append(
-                f"| {p} | {name} | {_fmt(cell['cpu'])} | {_fmt(cell['moments'])} | "
-                f"{_fmt(cell['solver'])} | {ratio:.2f} | ≤ {T1_RATIO:g} | "
-                f"{_verdict(ratio <= T1_RATIO)} |"
-            )
-    return lines
-
-
-def _admm_missing():
-    """Why T2 cannot run (None if ConvexFairPCA accepts solver="ADMM")."""
-    try:
-        from fairpca import ConvexFairPCA
-
-        ConvexFairPCA(solver="ADMM")._check_params()
-    except Exception as exc:
-        return f"ConvexFairPCA(solver='ADMM') cannot be built here ({_error(exc)['error']})."
-    return None
-
-
-def _target_t2(args, quick):
-    p_time, n_time, n_obj = (200 if quick else 1000), 10**5, 10**4
-    obj_features = (20,) if quick else (20, 50, 100)
-    lines = [f"### T2: ConvexFairPCA at p = {p_time}, n = {n_time:.0e}", ""]
-    missing = _admm_missing()
-    if missing:
-        _progress(f"T2 skipped: {missing}")
-        return [*lines, f"T2 skipped: {missing}"]
-    _progress(f"T2: time at p = {p_time}")
-    out = _run_child(
-        f"t2time:{args.repeats}", n_time, p_time, args.d, args.seed, args.timeout * args.repeats
+def _target_line(row, command):
+    """One Markdown table row: measured median, min-max, CPU seconds, goal, verdict, command."""
+    # Ratios have a bound, the trade-off's CPU seconds a limit to stay under.
+    unit, bound = (" s", "<") if row.get("seconds") else ("×", "≤")
+    goal = f"{bound} {row['goal']:g}{unit}"
+    head = f"| {TARGETS[row['target']]} | {_cell(row['case'])} |"
+    if "error" in row:
+        verdict = "MISS" if row.get("over") else "not run"
+        return f"{head} {_cell(row['error'])} | | | {goal} | {verdict} | `{command}` |"
+    values = row["values"]
+    median = float(np.median(values))
+    seconds = f"{np.median(row['this']):.3g}"
+    if "base" in row:
+        seconds += f" / {np.median(row['base']):.3g}"
+    met = median < row["goal"] if row.get("seconds") else median <= row["goal"]
+    verdict = "PASS" if met else "MISS"
+    return (
+        f"{head} {median:.2f}{unit} | {min(values):.2f}–{max(values):.2f} ({len(values)}) | "
+        f"{seconds} | {goal} | {verdict} | `{command}` |"
     )
-    lines += [
-        f"`ConvexFairPCA(n_components={args.d}, solver='ADMM', max_features=None).fit`, "
-        f"median of {args.repeats} fits in one child process, one BLAS thread; the target is "
-        f"the wall time. Duality gap: `duality_gap_` of the last fit.",
-        "",
-        "| n | p | solver | wall s | CPU s | moment pass s | solver s | iterations "
-        "| duality gap | target | result |",
-        "|---" * 11 + "|",
-    ]
-    if "error" in out:
-        lines.append(f"| {n_time:.0e} | {p_time} | {_cell(out['error'])} | | | | | | | – |")
-    else:
-        lines.append(
-            f"| {n_time:.0e} | {p_time} | {out['solver']} | {_fmt(out['wall'])} | "
-            f"{_fmt(out['cpu'])} | {_fmt(out.get('moments'))} | "
-            f"{_fmt(out.get('ConvexFairPCA:solver'))} | {out['n_iter'] or '–'} | "
-            f"{_fmt(out['gap'], 2)} | < {T2_SECONDS:g} s | {_verdict(out['wall'] < T2_SECONDS)} |"
-        )
-    lines += [
-        "",
-        f'Objective against `solver="SCS", tol=1e-9` on the same data (n = {n_obj:.0e}, one '
-        "fit each, CPU seconds of that fit):",
-        "",
-        "| p | solver | objective | SCS objective | rel. difference | CPU s "
-        "| SCS CPU s | duality gap | target | result |",
-        "|---" * 10 + "|",
-    ]
-    for p in obj_features:
-        _progress(f"T2: objective against SCS at p = {p}")
-        out = _run_child("t2obj:1", n_obj, p, args.d, args.seed, args.timeout)
-        if "error" in out:
-            lines.append(f"| {p} | {_cell(out['error'])} | | | | | | | | – |")
-            continue
-        new, scs = out["default"], out["SCS"]
-        diff = abs(new["objective"] - scs["objective"]) / abs(scs["objective"])
-        lines.append(
-            f"| {p} | {new['solver']} | {new['objective']:.10g} | {scs['objective']:.10g} | "
-            f"{diff:.1e} | {_fmt(new['cpu'])} | {_fmt(scs['cpu'])} | {_fmt(new['gap'], 2)} | "
-            f"≤ {T2_REL_OBJECTIVE:g} | {_verdict(diff <= T2_REL_OBJECTIVE)} |"
-        )
-    return lines
 
 
-def _old_tree(path):
-    """A git worktree of OLD_COMMIT at ``path`` (made if missing), or None, and a note."""
-    if not (path / "src" / "fairpca").is_dir():
-        command = ["git", "-C", str(HERE.parent), "worktree", "add", "--detach", str(path)]
-        done = subprocess.run([*command, OLD_COMMIT], capture_output=True, text=True, check=False)
-        if done.returncode != 0:
-            return None, f"`git worktree add {path} {OLD_COMMIT}` failed: {done.stderr.strip()}"
-    head = subprocess.run(
-        ["git", "-C", str(path), "rev-parse", "HEAD"], capture_output=True, text=True, check=False
-    ).stdout.strip()
-    if not head.startswith(OLD_COMMIT):
-        return None, f"{path} holds {head[:7] or 'no commit'}, not {OLD_COMMIT}"
-    return path, f"old code: a git worktree of {OLD_COMMIT} at {path}, `PYTHONPATH={path}/src`"
+def _target_command(args, name):
+    words = ["python benchmarks/run.py --targets", name, "--quick" if args.quick else ""]
+    for option, value, default in (
+        ("--repeats", args.repeats_given, None),
+        ("--seed", args.seed, 0),
+        ("-d", args.d, 5),
+    ):
+        if value != default:
+            words.append(f"{option} {value}")
+    return " ".join(word for word in words if word)
 
 
-def _target_t3(args, n, p):
-    old, note = _old_tree(args.old_tree)
-    envs = {"stopped": None, "full": None}
-    if old is not None:
-        envs["old"] = {"PYTHONPATH": str(old / "src")}
-    runs, errors = {v: [] for v in envs}, {}
-    for r in range(args.repeats):
-        for variant, env in envs.items():
-            if variant in errors:
-                continue
-            _progress(f"T3: n = {n:.0e}, p = {p}, {variant}, round {r + 1}")
-            out = _run_child(f"t3:{variant}", n, p, args.d, args.seed, args.timeout, env)
-            module = out.get("module", "")
-            if "error" not in out and (variant == "old") != module.startswith(str(old or "-")):
-                out = {"error": f"imported the wrong fairpca ({module})"}
-            if "error" in out:
-                errors[variant] = out["error"]
-            else:
-                runs[variant].append(out)
-    med = {
-        v: {
-            key: _median([run.get(key) for run in rows])
-            for key in ("cpu", "moments", "RobustFairPCA:solver")
-        }
-        for v, rows in runs.items()
-        if rows and v not in errors
-    }
-    lines = [
-        f"### T3: RobustFairPCA at n = {n:.0e}, p = {p}: early stop against the full budget "
-        f"and against {OLD_COMMIT}",
-        "",
-        f"`RobustFairPCA(n_components={args.d}, random_state=0).fit`, each fit in its own child "
-        f"process, the variants interleaved in each of {args.repeats} rounds; median CPU "
-        f"seconds. {note}."
-        if old is not None
-        else f"{OLD_COMMIT} not run: {note}.",
-        "",
-        "| code | CPU s | moment pass s | solver s (`_fit_components`) | steps / budget "
-        "| objective |",
-        "|---" * 6 + "|",
-    ]
-    for variant, label in T3_VARIANTS.items():
-        if variant in errors:
-            lines.append(f"| {label} | {_cell(errors[variant])} | | | | |")
-        elif variant in med:
-            last, m = runs[variant][-1], med[variant]
-            lines.append(
-                f"| {label} | {_fmt(m['cpu'])} | {_fmt(m['moments'])} | "
-                f"{_fmt(m['RobustFairPCA:solver'])} | {last['steps']}/{last['budget']} | "
-                f"{last['objective']:.12g} |"
-            )
-    lines += ["", "| comparison | measured | target | result |", "|---" * 4 + "|"]
-    if "stopped" not in med:
-        return lines
-    now = med["stopped"]
-    for variant, label in (("old", OLD_COMMIT), ("full", "full budget")):
-        if variant not in med:
-            continue
-        for key, what in (("cpu", "whole fit"), ("RobustFairPCA:solver", "solver only")):
-            if now[key] and med[variant][key]:
-                ratio = med[variant][key] / now[key]
-                lines.append(
-                    f"| speed-up over {label}, {what} | {ratio:.2f}x | ≥ {T3_SPEEDUP:g}x | "
-                    f"{_verdict(ratio >= T3_SPEEDUP)} |"
-                )
-        ref = runs[variant][-1]["objective"]
-        diff = abs(runs["stopped"][-1]["objective"] - ref) / abs(ref)
-        lines.append(
-            f"| objective, rel. difference to {label} | {diff:.1e} | ≤ {T3_REL_OBJECTIVE:g} | "
-            f"{_verdict(diff <= T3_REL_OBJECTIVE)} |"
-        )
-    return lines
+def _run_targets(args):
+    """``--targets``: to stdout, or to ``--output`` line by line."""
+    args.repeats_given = args.repeats
+    args.repeats = args.repeats or (2 if args.quick else 5)
+    if args.output is None:
+        _targets(args, sys.stdout)
+        return
+    with open(args.output, "w") as out:
+        _targets(args, out)
 
 
-def _targets(args):
-    """Run T1-T3 and print their Markdown section to stdout."""
-    n = 10**5 if args.quick else 10**6
-    lines = [
-        '## Targets of the "Fast solvers" issue',
-        "",
-        f"Command: `python benchmarks/run.py {' '.join(sys.argv[1:])}` "
-        f"({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}). Two-group data of the scale "
-        f"grid (seed {args.seed}), fitted in memory, d = {args.d}; CPU time "
-        "(`time.process_time`) with one BLAS thread (OMP/OPENBLAS/MKL_NUM_THREADS=1 and "
-        "threadpoolctl), medians of interleaved runs, each ratio measured in this run. "
-        "The machine (2 cores) is shared with other jobs: timings are noisy.",
-        "",
-        *_target_t1(args, n, (20,) if args.quick else (20, 100)),
-        "",
-        *_target_t2(args, args.quick),
-        "",
-        *_target_t3(args, n, 20 if args.quick else 100),
-    ]
-    print("\n".join(lines))
+def _commit():
+    done = subprocess.run(
+        ["git", "-C", str(HERE), "rev-parse", "--short", "HEAD"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return done.stdout.strip() or "unknown"
+
+
+def _targets(args, out):
+    """Measure the targets named in ``args.targets`` (all by default); print each row at once."""
+    start = time.perf_counter()
+
+    def emit(line=""):
+        print(line, file=out, flush=True)
+
+    emit("## Targets (issue 46)")
+    emit()
+    emit(
+        f"`python benchmarks/run.py {' '.join(sys.argv[1:])}` at {_commit()}, "
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.cpu_count()} cores; "
+        f"load average at start {_load()}. CPU seconds (`time.process_time`: every thread "
+        "of the measuring process, so Dask's worker threads too) with BLAS on one thread, "
+        "in child processes; each ratio is taken within one round, the fits of a round "
+        "interleaved, and the median over the rounds (their number in brackets) is compared "
+        "with the goal. Scale-grid data (two groups, 30 / 70 %, different column scales and "
+        f'means; seed {args.seed}), d = {args.d}; baseline `PCA(svd_solver="covariance_eigh")`.'
+    )
+    emit()
+    emit(
+        "| target | case | measured (median) | min–max (rounds) | CPU s, this / baseline "
+        "| goal | result | command |"
+    )
+    emit("|---|---|---|---|---|---|---|---|")
+    for name in args.targets or TARGETS:
+        command = _target_command(args, name)
+        for row in TARGET_ROWS[name](args):
+            emit(_target_line(row, command))
+    emit()
+    emit(f"Load average at end {_load()}; {time.perf_counter() - start:.0f} s wall in all.")
+
+
+def _load():
+    return "/".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="n <= 1e5, p in (20, 100)")
+    parser.add_argument(
+        "--quick", action="store_true", help="n <= 1e5, p in (20, 100); --targets: smoke sizes"
+    )
     parser.add_argument("--max-n", type=float, default=1e7, help="largest n (default 1e7)")
     parser.add_argument("--p", type=int, nargs="+", help="feature counts (default 20 100 500)")
     parser.add_argument("-d", type=int, default=5, help="n_components (default 5)")
@@ -763,16 +770,17 @@ def main():
     )
     parser.add_argument("--no-scripts", action="store_true", help="skip the other scripts")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--output", type=Path, default=HERE / "results.md")
     parser.add_argument(
-        "--targets", action="store_true", help="only the issue's targets T1-T3, to stdout"
+        "--output", type=Path, help="file to write (default: results.md; --targets: stdout)"
     )
-    parser.add_argument("--repeats", type=int, default=5, help="interleaved runs (--targets)")
     parser.add_argument(
-        "--old-tree",
-        type=Path,
-        default=Path("/tmp/robust_old"),
-        help=f"git worktree of {OLD_COMMIT} for T3 (made if missing)",
+        "--targets",
+        nargs="*",
+        choices=list(TARGETS),
+        help="only these targets of issue 46 (none named: all), printed as they finish",
+    )
+    parser.add_argument(
+        "--repeats", type=int, help="rounds of --targets (default 5, --quick 2; Dask at most 3)"
     )
     parser.add_argument("--child", nargs=5, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -780,9 +788,10 @@ def main():
         kind, n, p, d, seed = args.child
         print(json.dumps(_child(kind, int(n), int(p), int(d), int(seed))))
         return
-    if args.targets:
-        _targets(args)
+    if args.targets is not None:
+        _run_targets(args)
         return
+    args.output = args.output or HERE / "results.md"
 
     max_n = 1e5 if args.quick else args.max_n
     sizes = [int(10**k) for k in range(3, 8) if 10**k <= max_n]
