@@ -44,6 +44,7 @@ svd_solver="covariance_eigh")``, data of the scale grid unless said:
 - ``dask``: ``GroupMoments.from_dask`` and each method's ``fit`` on Dask
   input <= 1.15x the Dask floor (above) at n = 10^7, p in (20, 100); at most 3
   rounds, the warm-up on 2,000 rows; Dask's threads count in the CPU time;
+  the peak resident memory of the process (all these fits) is shown;
 - ``small``: MinMaxLossFairPCA <= 3x PCA at n = 10^4, p = 20;
 - ``labels``: ``LinearErasure().fit`` on Adult's numeric columns with the
   labels ``sex`` as loaded (pandas strings) and as a NumPy object array,
@@ -481,7 +482,8 @@ def _target_dask_child(n, p, d, seed, repeats):
         }
 
     # Warmed up on 2,000 rows: at full size a warm-up would cost a whole round.
-    return _rounds(fits(*_dask_data(n, p, seed)), repeats, fits(*_dask_data(2000, p, seed)))
+    times = _rounds(fits(*_dask_data(n, p, seed)), repeats, fits(*_dask_data(2000, p, seed)))
+    return {**times, "peak_mib": _peak_mib()}
 
 
 def _target_small_child(n, p, d, seed, repeats):
@@ -587,9 +589,12 @@ def _dask_rows(args):
     for p in TARGET_FEATURES:
         _progress(f"dask: n = {n:.0e}, p = {p}")
         times = _measure(args, "dask", n, p, repeats)
+        # The process's peak resident memory bounds that of each fit (all ran in it).
+        peak = f" (peak RSS of all {times['peak_mib']:.0f} MiB)" if "peak_mib" in times else ""
         for name in ("moment pass", *TARGET_METHODS):
             label = "`GroupMoments.from_dask`" if name == "moment pass" else f"{name}.fit"
-            yield _ratio_row("dask", f"{label}, n = {n:.0e}, p = {p}", times, name, "floor")
+            case = f"{label}, n = {n:.0e}, p = {p}{peak if name == 'moment pass' else ''}"
+            yield _ratio_row("dask", case, times, name, "floor")
 
 
 def _small_rows(args):

@@ -54,6 +54,8 @@ def test_every_target_prints_all_its_rows(run, monkeypatch, capsys):
     assert "load average at start" in out and "Load average at end" in out
     rows = _table_rows(out)
     assert len(rows) == sum(ROWS.values())
+    # The Dask child's peak resident memory, once per p, on the moment pass's row.
+    assert sum("peak RSS of all" in row for row in rows) == 2
     for name, count in ROWS.items():
         mine = [row for row in rows if f"--targets {name} --repeats 2 -d 2`" in row]
         assert len(mine) == count, name
