@@ -44,18 +44,18 @@ eigenvalue of ``P_bar``:
 
 - ``0 <= value_r - OPT_r <= value_r - g(w)``: the reported gap certifies how
   far the component can be from the best one given the earlier components;
-- ``value_r <= max_a loss_a(P_hat) + (1 - lam_1) max_a lambda_max(Q^T B'_a Q)``
-  (``Q`` the span of ``P_bar``: using ``q_1`` instead of ``P_bar`` moves each
-  loss by ``sum_{j > 1} lam_j (C_{a,11} - C_{a,jj})``), and ``value_r`` is at
-  most the best unit vector of that span when ``s <= 2``: the descent never
-  rises;
+- ``value_r <= max_a loss_a(P_hat) + (1 - lam_1) max_a lambda_max(C_a)``
+  with ``C_a = Q^T B'_a Q`` and ``Q`` the eigenvectors of ``P_bar`` (``q_1``
+  in place of ``P_bar`` raises loss ``a`` by ``sum_{j > 1} lam_j (C_{a,jj} -
+  C_{a,11})``), and ``value_r`` is at most the best unit vector of that span
+  when ``s <= 2``: the descent never rises;
 - for two groups ``s = 0``: ``value_r <= max_a loss_a(P_hat)``, so the gap is
   the solver's duality gap and the component is optimal to the solver's
   tolerance, as it is whenever the rounding reaches rank one.
 
 For three or more groups the rank-one problem is not convex and its relaxation
-need not be tight (three groups whose best directions lie at 120 degrees in a
-plane already leave a gap), so the gap is a property of the data as well as of
+need not be tight (three groups each spread along its own line of a plane, the
+lines 60 degrees apart, already leave a gap), so the gap is a property of the data as well as of
 the solver; it is reported per prefix rather than driven to zero.
 
 References
