@@ -1,7 +1,7 @@
 """The one front door of every estimator: ``fit`` and ``partial_fit`` dispatch.
 
-:class:`FrontDoor` (a base of :class:`fairpca._mixins.FairpcaMixin`, so of all
-ten estimators) owns what is the same for every method: the parameter check
+:class:`FrontDoor` (a base of :class:`fairpca._mixins.FairpcaMixin`, so of every
+estimator) owns what is the same for every method: the parameter check
 before any data is read, the package's rule for a fit without groups
 (:func:`fairpca._config.missing_groups`), forgetting an earlier fit, the
 choice between Dask and in-memory input and the refusal of what the method

@@ -32,7 +32,7 @@ DOC_LINK_TEMPLATE = (
 
 
 class FairpcaMixin(FrontDoor):
-    """Documentation link, :meth:`compact` and the front door, shared by the ten estimators.
+    """Documentation link, :meth:`compact` and the front door, shared by every estimator.
 
     A class lists in ``_group_attributes`` its fitted attributes that describe
     the groups (labels, counts, moments, per-group losses or constraint

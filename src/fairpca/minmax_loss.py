@@ -603,6 +603,12 @@ class MinMaxLossFairPCA(FairPCABase):
       and ``g`` is evaluated exactly there. Practical up to ``p`` of about
       100 (SCS) or 50 (Clarabel).
 
+    **Array-API input** (torch, CuPy under ``array_api_dispatch``). The moment
+    pass runs on the input's device; the ``k`` moment matrices are then copied
+    to the host once and solved in NumPy (the cutting planes need LAPACK's
+    subset ``eigh`` and the rounding an LP, which the array API lacks), and
+    the fitted arrays are moved back (:mod:`fairpca._array_api`).
+
     Parameters
     ----------
     n_components : int, default=2
