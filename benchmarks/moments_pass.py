@@ -1,8 +1,10 @@
 """The moment pass of ``GroupMoments.from_arrays`` against scikit-learn's covariance route.
 
-Data: ``n`` rows of ``p`` standard Gaussian features plus ``--offsets`` (0: the
-pass sums around zero; 10: the first rows reveal the offset and the pass sums
-around their mean), two groups of 30 / 70 % with the rows interleaved at random.
+Data: ``n`` rows of ``p`` standard Gaussian features plus ``--offsets`` (0 and
+2: the pass sums around zero, 2 being within ``sqrt(_ZERO_SHIFT_BELOW)``
+spreads; 10: the first rows reveal the offset and the pass sums around their
+mean, a shifted copy of each block), two groups of 30 / 70 % with the rows
+interleaved at random.
 Timed, in CPU seconds of this process (``time.process_time``) with BLAS on one
 thread, interleaved ``--repeat`` times, medians reported:
 
@@ -67,7 +69,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--n", type=int, default=10**6)
     parser.add_argument("--p", type=int, nargs="+", default=[20, 100])
-    parser.add_argument("--offsets", type=float, nargs="+", default=[0.0, 10.0])
+    parser.add_argument("--offsets", type=float, nargs="+", default=[0.0, 2.0, 10.0])
     parser.add_argument("--repeat", type=int, default=7, help="interleaved runs (>= 5)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
