@@ -84,7 +84,15 @@ def test_reference_numbers_are_the_papers():
 
 
 #: Targets that read real data sets; the others generate theirs.
-REAL_DATA_TARGETS = ("lee2022-table1", "vu2022-table1", "samadi2018-figures", "kamani-figures")
+REAL_DATA_TARGETS = (
+    "lee2022-table1",
+    "vu2022-table1",
+    "samadi2018-figures",
+    "kamani-figures",
+    "matakos2025-nested",
+    "dediego2025-pls",
+    "babu2025-sparse",
+)
 
 #: The cheapest quick run (under a second); the others (2-6 s each) are marked slow.
 FAST_LOOP_TARGET = "vu2022-table1"

@@ -21,6 +21,13 @@ assembled from the paper modules (``fairpca reproduce --list``):
   (:mod:`~fairpca.experiments.papers.samadi2018`).
 - ``kamani-figures``: Kamani et al. (arXiv 1911.04931), Figures 2, 3, 6, 8 and 9
   (:mod:`~fairpca.experiments.papers.kamani`).
+- ``matakos2025-nested``: Matakos et al. (arXiv 2503.21563), nested min-max
+  components against the joint min-max subspace
+  (:mod:`~fairpca.experiments.papers.matakos2025`).
+- ``dediego2025-pls``: De-Diego et al. (arXiv 2502.16263), a classifier on fair PLS
+  components against fair PCA's (:mod:`~fairpca.experiments.papers.dediego2025`).
+- ``babu2025-sparse``: Babu & Stoica (TMLR 2025), fair sparse PCA's worst-group
+  variance against sparsity (:mod:`~fairpca.experiments.papers.babu2025`).
 
 :mod:`fairpca.experiments.held_out` checks the linear guarantee of the
 mean-matching methods on held-out Adult rows (sex x race groups).
@@ -38,8 +45,11 @@ from fairpca.experiments._engine import (
     printed_half_unit,
 )
 from fairpca.experiments._split import N_SPLITS, Split, make_split  # noqa: F401 (old path)
+from fairpca.experiments.papers import babu2025 as _babu2025
+from fairpca.experiments.papers import dediego2025 as _dediego2025
 from fairpca.experiments.papers import kamani as _kamani
 from fairpca.experiments.papers import lee2022 as _lee2022
+from fairpca.experiments.papers import matakos2025 as _matakos2025
 from fairpca.experiments.papers import samadi2018 as _samadi2018
 from fairpca.experiments.papers import vu2022 as _vu2022
 from fairpca.experiments.papers.kamani import KAMANI_DATASETS, kamani
@@ -95,6 +105,9 @@ TARGETS = {
     "lee2022-synthetic1": _lee2022.SYNTHETIC1,
     "lee2022-synthetic2": _lee2022.SYNTHETIC2,
     "vu2022-radius": _vu2022.RADIUS,
+    "matakos2025-nested": _matakos2025.NESTED,
+    "dediego2025-pls": _dediego2025.PLS,
+    "babu2025-sparse": _babu2025.SPARSE,
 }
 
 _REPRODUCTIONS = Reproductions(TARGETS)
