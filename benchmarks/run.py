@@ -683,7 +683,8 @@ def _target_line(row, command):
     met = median < row["goal"] if row.get("seconds") else median <= row["goal"]
     verdict = "PASS" if met else "MISS"
     return (
-        f"{head} {median:.2f}{unit} | {min(values):.2f}–{max(values):.2f} ({len(values)}) | "
+        # Three decimals: a median of 1.152 must not print as the goal 1.15 and miss.
+        f"{head} {median:.3f}{unit} | {min(values):.3f}–{max(values):.3f} ({len(values)}) | "
         f"{seconds} | {goal} | {verdict} | `{command}` |"
     )
 
