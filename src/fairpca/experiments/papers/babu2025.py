@@ -214,7 +214,7 @@ SPARSE = Target(
     "Babu, Stoica. Fair principal component analysis (PCA): minorization-maximization "
     "algorithms for fair PCA, fair robust PCA and fair sparse PCA. TMLR 2025 "
     "(arXiv 2305.05963).",
-    0.5,
+    1.2,
     "Adult / sex, split 0, d = 3, penalties 0, 0.03, 0.1",
     "Default credit / sex, Adult / sex; 5 splits; d = 3; penalties 0, 0.01, 0.03, 0.1, 0.3",
     _sparse_jobs,

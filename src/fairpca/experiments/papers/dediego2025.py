@@ -154,7 +154,7 @@ def _pls_checks(details):
         pls_gap = rows[rows["method"] == "PLS"]["value"].mean()
         checks.append((
             dataset, "FairPLS", "equal_group_means", gap, bool(gap <= _MEAN_GAP),
-            f"largest over splits of max_a |mean_a(Z) - mean(Z)| / spread of Z, training rows, "
+            f"largest over splits of max_a norm(mean_a(Z) - mean(Z)) / spread of Z, training rows, "
             f"<= {_MEAN_GAP:g} (plain PLS: {pls_gap:.3g})",
         ))  # fmt: skip
     return checks

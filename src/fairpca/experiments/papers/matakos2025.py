@@ -29,9 +29,10 @@ given the earlier components). Ranks ``r = 1..10``. The claims are judged on the
 training rows, where the optimiser works; the test-row values are reported beside.
 
 For each split and rank: the nested prefix, the prefix of the joint fit at rank
-10 (its components sorted by explained variance, as it returns them), the joint
-optimum at rank ``r`` (the relaxation's certified lower bound ``relaxed_objective_ -
-gap_``, below every rank-``r`` projection) and PCA's prefix.
+10 (its components sorted by explained variance, as it returns them, as
+orthonormal rows without their scales), the joint optimum at rank ``r`` (the
+relaxation's certified lower bound ``relaxed_objective_ - gap_``, below every
+rank-``r`` projection) and PCA's prefix.
 """
 
 from __future__ import annotations
@@ -273,7 +274,7 @@ def _nested_checks(details):
         checks.append((
             dataset, "MinMaxLossFairPCA", "containment", float(containment.max()),
             bool(containment.max() <= _SAME),
-            f"largest 1 - |cos| between the rank-r fit's components and the first r of "
+            f"largest 1 - abs(cos) between the rank-r fit's components and the first r of "
             f"the rank-{rank} fit, r in {list(_CONTAINMENT_RANKS)}, <= {_SAME:g}",
         ))  # fmt: skip
         sines = per_split[per_split["metric"] == "one-group sine to PCA"]["value"]
