@@ -132,21 +132,30 @@ def _cases():
         yield name, "transform", "before fit", cls, params, X, S, ["not fitted", "fit"]
 
 
+def _target(cls, Xb):
+    """A valid target for a supervised estimator (FairPLS), none for the others."""
+    if not fairpca.estimator_capabilities(cls).supervised:
+        return {}
+    n_rows = np.shape(Xb)[0] if np.ndim(Xb) else 0
+    return {"y": np.arange(n_rows, dtype=float) % 3}
+
+
 def _run(method, label, cls, params, Xb, sb):
     params = dict(params)
     weights = params.pop("_sample_weight", None)
     est = cls(**params)
+    y = _target(cls, Xb)
     if method == "fit":
         if weights is not None:
-            return lambda: est.fit(Xb, sensitive_features=sb, sample_weight=weights)
-        return lambda: est.fit(Xb, sensitive_features=sb)
+            return lambda: est.fit(Xb, sensitive_features=sb, sample_weight=weights, **y)
+        return lambda: est.fit(Xb, sensitive_features=sb, **y)
     if method == "partial_fit":
-        return lambda: est.partial_fit(Xb, sensitive_features=sb)
+        return lambda: est.partial_fit(Xb, sensitive_features=sb, **y)
     if label == "before fit":
         return lambda: est.transform(X)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        est.fit(X, sensitive_features=S)
+        est.fit(X, sensitive_features=S, **_target(cls, X))
     if method == "transform":
         return lambda: est.transform(Xb)
     width = est.transform(X[:2]).shape[1]

@@ -630,9 +630,9 @@ def _check_no_underflow(X, scatters, counts):
     constant data, which the methods handle, from values whose squares vanished.
     """
     present = counts > 0
-    spread = np.max(
-        np.diagonal(scatters, axis1=1, axis2=2)[present] / counts[present][:, None], initial=0.0
-    )
+    # Only X's block: the joint scatters of [x, z] also hold covariates (or y) of normal size.
+    diagonal = np.diagonal(scatters, axis1=1, axis2=2)[present, : X.shape[1]]
+    spread = np.max(diagonal / counts[present][:, None], initial=0.0)
     if spread < _MIN_SPREAD:
         check_magnitude(X)
 
