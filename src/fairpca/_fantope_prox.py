@@ -13,7 +13,6 @@ References
 """
 
 import numpy as np
-from scipy.linalg import eigh
 
 from fairpca._linalg import top_eigh
 
@@ -60,10 +59,11 @@ def _leading_eigh(A, r):
     """The ``r`` largest eigenpairs of the symmetric ``A``, largest first.
 
     All of them when ``r`` is a large share of the size: a full decomposition
-    is then cheaper than LAPACK's subset driver.
+    is then cheaper than LAPACK's subset driver, and numpy's has less overhead
+    per call than scipy's.
     """
     if r >= _FULL_SHARE * A.shape[0]:
-        values, vectors = eigh(A, driver="evd", check_finite=False)
+        values, vectors = np.linalg.eigh(A)
         return values[::-1], vectors[:, ::-1]
     return top_eigh(A, r)
 
