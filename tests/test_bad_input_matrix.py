@@ -16,6 +16,7 @@ from sklearn.exceptions import NotFittedError
 
 import fairpca
 from fairpca.datasets import make_gaussian_groups
+from transform_groups import fit_kwargs
 
 X, S = make_gaussian_groups(n_samples=120, n_features=4, random_state=0)
 
@@ -134,10 +135,7 @@ def _cases():
 
 def _target(cls, Xb):
     """A valid target for a supervised estimator (FairPLS), none for the others."""
-    if not fairpca.estimator_capabilities(cls).supervised:
-        return {}
-    n_rows = np.shape(Xb)[0] if np.ndim(Xb) else 0
-    return {"y": np.arange(n_rows, dtype=float) % 3}
+    return fit_kwargs(cls, np.shape(Xb)[0] if np.ndim(Xb) else 0)
 
 
 def _run(method, label, cls, params, Xb, sb):

@@ -11,7 +11,7 @@ from sklearn.exceptions import NotFittedError
 
 import fairpca
 from fairpca.datasets import make_gaussian_groups
-from transform_groups import transform_kwargs
+from transform_groups import fit_kwargs, transform_kwargs
 
 #: Every estimator of the registry.
 NAMES = list(fairpca.estimator_capabilities())
@@ -34,6 +34,7 @@ GROUP_ATTRIBUTES = {
     },
     "QuadraticErasure": set(),
     "FairSparsePCA": set(),
+    "FairPLS": set(),
 }
 COMMON = {"groups_", "group_counts_", "moments_"}
 
@@ -61,7 +62,7 @@ def test_every_estimator_has_its_row():
 def fit(est, X, s):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # solver warnings of the small problems
-        return est.fit(X, sensitive_features=s)
+        return est.fit(X, sensitive_features=s, **fit_kwargs(est, X.shape[0]))
 
 
 @pytest.fixture(scope="module")
@@ -93,18 +94,19 @@ def test_compact_drops_the_group_statistics_and_keeps_transform(name, data):
 def test_partial_fit_refuses_a_compact_model(name, data):
     X, s = data
     est = make(name)
+    y = fit_kwargs(est, X.shape[0])
     if name == "StreamingFairPCA":
         est.set_params(block_size=100)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        est.partial_fit(X, sensitive_features=s)
+        est.partial_fit(X, sensitive_features=s, **y)
     est.compact()
     with pytest.raises(ValueError, match=r"compact\(\) dropped"):
-        est.partial_fit(X, sensitive_features=s)
+        est.partial_fit(X, sensitive_features=s, **y)
     # After fit too (StreamingFairPCA's partial_fit would continue from the fit).
     fit(est, X, s).compact()
     with pytest.raises(ValueError, match=r"compact\(\) dropped"):
-        est.partial_fit(X, sensitive_features=s)
+        est.partial_fit(X, sensitive_features=s, **y)
 
 
 def test_partial_fit_of_mmd_is_not_offered():

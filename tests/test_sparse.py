@@ -43,6 +43,8 @@ CASES = {
     "FairSparsePCA": (FairSparsePCA, {"n_nonzero": 4}, True),
 }
 DIRECT = {"MeanMatchingFairPCA"}
+#: Supervised (fitted with a target): sparse X against dense in tests/test_fair_pls.py.
+SUPERVISED = {"FairPLS"}
 REFUSED = {
     "StreamingFairPCA": StreamingFairPCA,
     "FairKernelPCA": FairKernelPCA,
@@ -79,9 +81,11 @@ def test_every_estimator_accepts_or_refuses_sparse():
     """Each estimator is listed here, and its sparse tag says which it does."""
     exported = [getattr(fairpca, name) for name in fairpca.__all__]
     names = {obj.__name__ for obj in exported if isinstance(obj, type) and hasattr(obj, "fit")}
-    assert names - {"FairPCABase"} == set(CASES) | set(REFUSED) | {"LinearErasure"}
+    assert names - {"FairPCABase"} == set(CASES) | set(REFUSED) | {"LinearErasure"} | SUPERVISED
     for name, (cls, *_) in CASES.items():
         assert get_tags(cls()).input_tags.sparse, name
+    for name in SUPERVISED:
+        assert get_tags(getattr(fairpca, name)()).input_tags.sparse, name
     assert get_tags(LinearErasure()).input_tags.sparse
     for cls in REFUSED.values():
         assert not get_tags(cls()).input_tags.sparse

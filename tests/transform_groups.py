@@ -1,10 +1,14 @@
-"""Calling ``transform`` as the capabilities say, for the tests that loop over the registry.
+"""Calling ``fit`` and ``transform`` as the capabilities say, for registry-wide tests.
 
-An estimator whose ``transform`` needs the groups (the capability
+A supervised estimator (the capability ``supervised``, e.g.
+:class:`~fairpca.FairPLS`) is fitted with a target ``y``. An estimator whose
+``transform`` needs the groups (the capability
 ``transform_needs_groups``, e.g. :class:`~fairpca.QuadraticErasure`: one map
 per group) takes them after a fit with groups; every other one takes ``X``
 alone. The tests ask the registry, never the class name.
 """
+
+import numpy as np
 
 import fairpca
 
@@ -18,3 +22,15 @@ def transform_kwargs(est, s):
     """
     needs = fairpca.estimator_capabilities(type(est)).transform_needs_groups
     return {"sensitive_features": s} if needs and getattr(est, "groups_", None) is not None else {}
+
+
+def fit_kwargs(est, n_rows):
+    """The keyword arguments besides ``X`` and the groups that ``est.fit`` needs.
+
+    ``{"y": ...}`` (a numeric target of ``n_rows`` values) when the estimator
+    is supervised, else ``{}``.
+    """
+    cls = est if isinstance(est, type) else type(est)
+    if not fairpca.estimator_capabilities(cls).supervised:
+        return {}
+    return {"y": np.arange(n_rows, dtype=float) % 3}
