@@ -173,13 +173,16 @@ def round_lp(B, beta, d, U, lam_hat, unit):
 
 @functools.cache
 def _symmetric_basis(s):
-    """Index pairs ``(i, j), i <= j`` and weights 1 (diagonal) or 2 (off-diagonal).
+    """Index pairs ``(i, j), i <= j``, weights 1 (diagonal) or 2, and the unpacking map.
 
-    ``<C, S> = sum_{i <= j} weight_ij C_ij S_ij`` for symmetric ``C`` and ``S``.
+    ``<C, S> = sum_{i <= j} weight_ij C_ij S_ij`` for symmetric ``C`` and ``S``, and
+    ``S = v[unpack]`` for ``v`` the entries ``S_ij, i <= j``, in that order.
     Cached (read-only): ``np.triu_indices`` costs more than a rounding step's arithmetic.
     """
     i, j = np.triu_indices(s)
-    basis = (i, j, np.where(i == j, 1.0, 2.0))
+    unpack = np.empty((s, s), dtype=np.intp)
+    unpack[i, j] = unpack[j, i] = np.arange(i.size)
+    basis = (i, j, np.where(i == j, 1.0, 2.0), unpack)
     for array in basis:
         array.setflags(write=False)
     return basis
@@ -192,9 +195,10 @@ def _largest_feasible_step(lam, S):
     ``D = diag(lam)``, and likewise for ``I - diag(lam) - t S`` with ``I - D``.
     A trace-free ``S != 0`` has eigenvalues of both signs, so both limits are finite.
     """
-    inv_lower, inv_upper = 1.0 / np.sqrt(lam), 1.0 / np.sqrt(1.0 - lam)
-    to_zero = np.linalg.eigvalsh(S * np.outer(inv_lower, inv_lower))[0]
-    to_one = np.linalg.eigvalsh(S * np.outer(inv_upper, inv_upper))[-1]
+    inv = 1.0 / np.sqrt(np.stack([lam, 1.0 - lam]))
+    # Both scaled matrices in one batched call: a rounding step is dominated by call overhead.
+    eigenvalues = np.linalg.eigvalsh(S * (inv[:, :, None] * inv[:, None, :]))
+    to_zero, to_one = eigenvalues[0, 0], eigenvalues[1, -1]
     return min(-1.0 / to_zero if to_zero < 0 else np.inf, 1.0 / to_one if to_one > 0 else np.inf)
 
 
@@ -249,36 +253,41 @@ def round_extreme_point(B, beta, d, U, lam):
     fixed = (beta - diagonal_captures(B, V1).sum(axis=1)) / scale
     C = Q.T @ B @ Q / scale
     n_ones = V1.shape[1]
+    tight_margin = _TIGHT_TOL * max(1.0, d)
     for _ in range(2 * (lam_f.size + B.shape[0] + 2) + lam_f.size**2):
         s = lam_f.size
-        losses = fixed - np.einsum("aii,i->a", C, lam_f) if s else fixed.copy()
+        if s == 0:
+            break
+        losses = fixed - np.einsum("aii,i->a", C, lam_f)
         z = losses.max()
-        tight = losses >= z - _TIGHT_TOL * max(1.0, d)
+        tight = losses >= z - tight_margin
         trace = n_ones + lam_f.sum()
         trace_tight = trace >= d - _TIGHT_TOL * d
-        i, j, weight = _symmetric_basis(s)
-        n_unknowns = i.size + 1
-        rows = np.hstack([-weight * C[tight][:, i, j], np.full((int(tight.sum()), 1), -1.0)])
-        if trace_tight:
-            rows = np.vstack([rows, np.append(weight == 1.0, 0.0)])
-        if s == 0 or n_unknowns <= rows.shape[0]:
+        i, j, weight, unpack = _symmetric_basis(s)
+        tight_rows = np.flatnonzero(tight)
+        n_rows, n_unknowns = tight_rows.size + trace_tight, i.size + 1
+        if n_unknowns <= n_rows:
             break
-        _, _, vt = np.linalg.svd(rows)
-        direction = vt[-1]
+        # Tight loss rows (-<C_a, S> - delta_z = 0), then the trace row (tr S = 0).
+        rows = np.empty((n_rows, n_unknowns))
+        rows[: tight_rows.size, :-1] = -weight * C[tight_rows[:, None], i, j]
+        rows[: tight_rows.size, -1] = -1.0
+        if trace_tight:
+            rows[-1, :-1] = weight == 1.0
+            rows[-1, -1] = 0.0
+        direction = np.linalg.svd(rows)[2][-1]
         if direction[-1] > 0:
             direction = -direction
-        S = np.zeros((s, s))
-        S[i, j] = direction[:-1]
-        S[j, i] = direction[:-1]
-        step_z = direction[-1]
+        S, step_z = direction[unpack], direction[-1]
         step = _largest_feasible_step(lam_f, S)
         # Slack rows: loss_a - t <C_a, S> reaches z + t step_z.
-        with np.errstate(divide="ignore", invalid="ignore"):
-            slack_rate = -np.einsum("aij,ij->a", C, S) - step_z
-            to_rows = np.where(~tight & (slack_rate > 0), (z - losses) / slack_rate, np.inf)
-            trace_rate = np.trace(S)
-            to_trace = (d - trace) / trace_rate if not trace_tight and trace_rate > 0 else np.inf
-        step = min(step, to_rows.min(initial=np.inf), to_trace)
+        slack_rate = -np.einsum("aij,ij->a", C, S) - step_z
+        closing = ~tight & (slack_rate > 0)
+        if closing.any():
+            step = min(step, ((z - losses[closing]) / slack_rate[closing]).min())
+        trace_rate = S.trace()
+        if not trace_tight and trace_rate > 0:
+            step = min(step, (d - trace) / trace_rate)
         if not np.isfinite(step):  # pragma: no cover - the feasible set is bounded
             break
         # Re-diagonalise the moved block; eigenvalues at 0 or 1 leave it.
