@@ -9,6 +9,7 @@ from sklearn.decomposition import PCA
 from sklearn.exceptions import ConvergenceWarning
 
 import fairpca._pareto_descent as descent
+import fairpca._pareto_objectives as _pareto_objectives
 import fairpca.pareto as pareto
 from fairpca._linalg import top_eigh
 from fairpca.datasets import make_gaussian_groups
@@ -215,6 +216,30 @@ def test_objective_values_match_raw_definitions(psi, kind):
         np.testing.assert_allclose(
             objectives.values(U), reference_values(X, s, U, d, psi, kind), rtol=1e-9, atol=1e-12
         )
+
+
+def test_penalties_of_interleaved_kinds_match_each_objectives_own():
+    # The penalties are computed one kind at a time: every objective must still get its own.
+    kinds = ("linear", "exp", "square", "linear", "abs", "exp")
+    m = len(kinds)
+    objectives = _pareto_objectives._Objectives(
+        np.eye(3)[None], np.ones((m, 1)), np.ones(m), np.ones(m), kinds, 0.0, kinds, (0,) * m
+    )
+    z = np.array([-0.7, 1.3, -2.1, 0.4, -0.9, -0.2])
+    by_hand = {
+        "linear": (lambda x: x, lambda x: 1.0),
+        "square": (lambda x: x * x / 2, lambda x: x),
+        "abs": (abs, lambda x: 1.0 if x > 0 else -1.0),
+        "exp": (lambda x: np.cosh(x) - 1, np.sinh),
+    }
+    values, slopes = objectives._penalised(z)
+    np.testing.assert_allclose(
+        values, [by_hand[k][0](x) for k, x in zip(kinds, z, strict=True)], rtol=1e-15
+    )
+    np.testing.assert_allclose(
+        slopes, [by_hand[k][1](x) for k, x in zip(kinds, z, strict=True)], rtol=1e-15
+    )
+    np.testing.assert_array_equal(objectives.penalties(z), values)
 
 
 @pytest.mark.parametrize("psi", ["square", "abs", "exp"])

@@ -13,6 +13,7 @@ losses, and the worse-off rule (:func:`_worse_off_limits`). The estimator is in
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from itertools import combinations
 
 import numpy as np
@@ -85,9 +86,22 @@ class _Objectives:
         t = np.einsum("pd,kpd->k", U, W)
         return (self.offset - self.coef @ t) / self.scale, W
 
+    @cached_property
+    def _kinds(self):
+        """``(kind, indices)`` for each penalty in ``psi``: one ``_psi`` call per kind."""
+        psi = np.array(self.psi)
+        return tuple((kind, np.flatnonzero(psi == kind)) for kind in dict.fromkeys(self.psi))
+
+    def _penalised(self, z):
+        """Values ``psi_o(z_o)`` and slopes ``psi_o'(z_o)``, shapes (m,) and (m,)."""
+        values, slopes = np.empty_like(z), np.empty_like(z)
+        for kind, indices in self._kinds:
+            values[indices], slopes[indices] = _psi(kind, z[indices])
+        return values, slopes
+
     def penalties(self, z):
         """Penalised values ``psi_o(z_o)`` for arguments ``z``, shape (m,)."""
-        return np.array([_psi(kind, zo)[0] for kind, zo in zip(self.psi, z, strict=True)])
+        return self._penalised(z)[0]
 
     def values(self, U):
         """Penalised values ``psi_o(z_o(U))`` at ``U``, shape (m,), without ``alpha * d``.
@@ -118,11 +132,8 @@ class _Objectives:
             so ``U^T nabla f_o`` is symmetric and this is the tangent projection.
         """
         z, W = self.arguments(U) if arguments is None else arguments
-        values, slopes = zip(
-            *(_psi(kind, zo) for kind, zo in zip(self.psi, z, strict=True)), strict=True
-        )
-        values = np.array(values)
-        factor = -2.0 * np.array(slopes) / self.scale
+        values, slopes = self._penalised(z)
+        factor = -2.0 * slopes / self.scale
         G = np.einsum("ok,kpd->opd", self.coef * factor[:, None], W)
         G -= U @ (U.T @ G)
         return values, z, G
@@ -134,7 +145,7 @@ class _Objectives:
         ``A_o = sum_a coef[o, a] S_a``; a gradient below ``_GRAD_RTOL`` times its
         largest possible size is treated as zero.
         """
-        slopes = np.array([_psi(kind, zo)[1] for kind, zo in zip(self.psi, z, strict=True)])
+        slopes = self._penalised(z)[1]
         sizes = np.linalg.norm(np.einsum("ok,kpq->opq", self.coef, self.scatters), axis=(1, 2))
         return _GRAD_RTOL * np.abs(2.0 * slopes / self.scale) * sizes * np.sqrt(d)
 
