@@ -195,7 +195,7 @@ def _largest_feasible_step(lam, S):
     ``D = diag(lam)``, and likewise for ``I - diag(lam) - t S`` with ``I - D``.
     A trace-free ``S != 0`` has eigenvalues of both signs, so both limits are finite.
     """
-    inv = 1.0 / np.sqrt(np.stack([lam, 1.0 - lam]))
+    inv = 1.0 / np.sqrt(np.array([lam, 1.0 - lam]))
     # Both scaled matrices in one batched call: a rounding step is dominated by call overhead.
     eigenvalues = np.linalg.eigvalsh(S * (inv[:, :, None] * inv[:, None, :]))
     to_zero, to_one = eigenvalues[0, 0], eigenvalues[1, -1]
@@ -291,7 +291,9 @@ def round_extreme_point(B, beta, d, U, lam):
         if not np.isfinite(step):  # pragma: no cover - the feasible set is bounded
             break
         # Re-diagonalise the moved block; eigenvalues at 0 or 1 leave it.
-        new_lam, R = np.linalg.eigh(np.diag(lam_f) + step * S)
+        moved = step * S
+        moved.flat[:: s + 1] += lam_f
+        new_lam, R = np.linalg.eigh(moved)
         Q, C = Q @ R, R.T @ C @ R
         leaving_one = new_lam >= 1 - _INTEGRALITY_TOL
         stay = (new_lam > _INTEGRALITY_TOL) & ~leaving_one
