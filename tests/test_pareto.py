@@ -180,6 +180,24 @@ def test_two_objective_closed_form_matches_qp(seed):
     np.testing.assert_allclose(closed @ flat, qp @ flat, atol=1e-10 * np.abs(flat).max())
 
 
+def test_three_objective_closed_form_matches_qp():
+    # Edge minima come from the closed form, interior ones from the QP: both branches
+    # must give the QP's point (unique, though the weights need not be).
+    rng = np.random.default_rng(300)
+    interior = 0
+    for _ in range(60):
+        flat = random_gradients(rng, 3).reshape(3, -1)
+        gram = flat @ flat.T
+        closed = descent._min_norm_weights(gram)
+        qp = descent._min_norm_weights_qp(gram)
+        assert np.all(closed >= 0) and closed.sum() == pytest.approx(1.0, abs=1e-15)
+        np.testing.assert_allclose(closed @ flat, qp @ flat, atol=1e-10 * np.abs(flat).max())
+        interior += bool(np.all(closed > 0))
+    assert 0 < interior < 60
+    # All gradients zero: uniform weights, as the QP gives.
+    np.testing.assert_array_equal(descent._min_norm_weights(np.zeros((3, 3))), np.full(3, 1 / 3))
+
+
 def test_every_direction_of_a_fit_satisfies_lemma1(monkeypatch):
     """Spy on the directions computed during real fits (with their normalised gradients)."""
     calls = []

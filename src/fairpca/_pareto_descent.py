@@ -149,10 +149,48 @@ def _min_norm_weights_qp(gram, start=None):
     return lam
 
 
+def _segment_weight(g00, g11, g01):
+    """Weight ``t`` of ``g0`` at the minimum-norm point ``t g0 + (1 - t) g1`` of a segment.
+
+    ``|t g0 + (1 - t) g1|^2`` is least at ``t = <g1 - g0, g1> / |g0 - g1|^2``,
+    clipped to [0, 1]; any ``t`` when the ends coincide (1/2 then). Plain floats:
+    this runs at every step, where numpy's per-call overhead would dominate.
+    """
+    gap = g00 + g11 - 2.0 * g01
+    return 0.5 if gap <= 0 else min(max((g11 - g01) / gap, 0.0), 1.0)
+
+
+def _min_norm_weights_three(gram):
+    """:func:`_min_norm_weights` for three gradients: the best edge, or the QP.
+
+    The minimum over the triangle is the best point of an edge unless the
+    third vertex lowers it, i.e. unless ``(gram lam)_o < lam^T gram lam`` there
+    (the optimality test of :func:`_min_norm_weights_qp`, same tolerance); then
+    the minimum is interior and the QP finds it, started from that edge.
+    """
+    g = gram.tolist()
+    top = max(g[0][0], g[1][1], g[2][2])
+    if top <= 0:
+        return _min_norm_weights_qp(gram)
+    best = None
+    for i, j, o in ((0, 1, 2), (1, 2, 0), (0, 2, 1)):
+        t = _segment_weight(g[i][i], g[j][j], g[i][j])
+        size = t * t * g[i][i] + 2.0 * t * (1.0 - t) * g[i][j] + (1.0 - t) ** 2 * g[j][j]
+        if best is None or size < best[0]:
+            best = (size, i, j, o, t)
+    size, i, j, o, t = best
+    lam = np.zeros(3)
+    lam[i], lam[j] = t, 1.0 - t
+    if t * g[o][i] + (1.0 - t) * g[o][j] >= size - 1e-14 * top:
+        return lam
+    return _min_norm_weights_qp(gram, lam)
+
+
 def _min_norm_weights(gram, start=None):
     """Weights of the minimum-norm point of the convex hull of the gradients (eq. (37)).
 
-    Closed form for one and two objectives, :func:`_min_norm_weights_qp` beyond.
+    Closed forms for up to three objectives (:func:`_segment_weight`,
+    :func:`_min_norm_weights_three`), :func:`_min_norm_weights_qp` beyond.
 
     Parameters
     ----------
@@ -169,10 +207,10 @@ def _min_norm_weights(gram, start=None):
     if m == 1:
         return np.ones(1)
     if m == 2:
-        # min over lam of |lam g0 + (1 - lam) g1|^2: lam = <g1 - g0, g1> / |g0 - g1|^2.
-        gap = gram[0, 0] + gram[1, 1] - 2.0 * gram[0, 1]
-        lam = 0.5 if gap <= 0 else float(np.clip((gram[1, 1] - gram[0, 1]) / gap, 0.0, 1.0))
+        lam = _segment_weight(*gram[[0, 1, 0], [0, 1, 1]].tolist())
         return np.array([lam, 1.0 - lam])
+    if m == 3:
+        return _min_norm_weights_three(gram)
     return _min_norm_weights_qp(gram, start)
 
 
