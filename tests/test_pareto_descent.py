@@ -1,7 +1,8 @@
-"""The step search and the stopping rule of ParetoFairPCA's descent (fairpca._pareto_descent)."""
+"""Direction, step search and stopping rule of the Pareto descent (fairpca._pareto_descent)."""
 
 import warnings
 
+import cvxpy as cp
 import numpy as np
 import pytest
 from sklearn.exceptions import ConvergenceWarning
@@ -71,6 +72,125 @@ def fit(X, s, d, *, spectral=True, guard=True, monkeypatch=None, **params):
 
 def final_values(est):
     return est.history_["objectives"][-1] - est.alpha_ * est.n_components_
+
+
+# ----------------------------------------------------------- the direction
+
+
+def brute_force_min_norm(gram, steps):
+    """Smallest lam^T gram lam over a grid of the simplex (m = 2 or 3)."""
+    t = np.linspace(0.0, 1.0, steps + 1)
+    if gram.shape[0] == 2:
+        lam = np.stack([t, 1 - t], axis=1)
+    else:
+        a, b = np.meshgrid(t, t)
+        keep = a + b <= 1
+        lam = np.stack([a[keep], b[keep], 1 - a[keep] - b[keep]], axis=1)
+    return float(np.min(np.einsum("ni,ij,nj->n", lam, gram, lam)))
+
+
+def cvxpy_min_norm(gradients):
+    flat = gradients.reshape(len(gradients), -1)
+    lam = cp.Variable(len(flat))
+    problem = cp.Problem(cp.Minimize(cp.sum_squares(flat.T @ lam)), [lam >= 0, cp.sum(lam) == 1])
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Solution may be inaccurate")
+        problem.solve(solver=cp.CLARABEL, tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12)
+    return -(flat.T @ lam.value).reshape(gradients.shape[1:])
+
+
+def random_gradients(rng, m, shape=(7, 3)):
+    G = rng.standard_normal((m, *shape)) * rng.uniform(0.1, 3.0, size=(m, 1, 1))
+    kind = rng.integers(3)
+    if kind == 1 and m >= 2:  # two nearly opposite gradients: D close to 0
+        G[1] = -G[0] * rng.uniform(0.5, 2.0) + 1e-3 * rng.standard_normal(shape)
+    if kind == 2 and m >= 3:  # affinely dependent gradients
+        G[2] = 0.3 * G[0] + 0.7 * G[1]
+    return G
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_direction_lemma1_and_independent_qp(seed):
+    rng = np.random.default_rng(seed)
+    m = int(rng.integers(2, 8))
+    G = random_gradients(rng, m)
+    D, lam = descent._pareto_direction(G)
+    assert np.all(lam >= 0) and lam.sum() == pytest.approx(1.0)
+    np.testing.assert_allclose(D, -np.tensordot(lam, G, axes=1), atol=1e-12)
+    # Lemma 1: <D, G_i> <= -|D|^2 for every objective.
+    norm2 = np.sum(D * D)
+    slopes = np.einsum("ipd,pd->i", G, D)
+    assert np.all(slopes <= -norm2 + 1e-10 * np.max(np.sum(G * G, axis=(1, 2))))
+    # The min-norm point is unique: compare with an interior-point solution,
+    # which is accurate to about 1e-6 when the gradients nearly cancel; ours
+    # is never longer than it.
+    D_cvx = cvxpy_min_norm(G)
+    np.testing.assert_allclose(D, D_cvx, atol=1e-5 * np.abs(G).max())
+    assert norm2 <= np.sum(D_cvx * D_cvx) + 1e-12 * np.abs(G).max() ** 2
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_min_norm_weights_against_brute_force(seed):
+    rng = np.random.default_rng(100 + seed)
+    for m, steps in ((2, 20000), (3, 600)):
+        flat = random_gradients(rng, m).reshape(m, -1)
+        gram = flat @ flat.T
+        lam = descent._min_norm_weights(gram)
+        ours = lam @ gram @ lam
+        brute = brute_force_min_norm(gram, steps)
+        assert ours <= brute + 1e-12 * gram.max()
+        assert brute - ours <= 8.0 * np.abs(gram).max() / steps**2 + 1e-12
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_two_objective_closed_form_matches_qp(seed):
+    rng = np.random.default_rng(200 + seed)
+    flat = random_gradients(rng, 2).reshape(2, -1)
+    gram = flat @ flat.T
+    closed = descent._min_norm_weights(gram)
+    qp = descent._min_norm_weights_qp(gram)
+    np.testing.assert_allclose(closed @ flat, qp @ flat, atol=1e-10 * np.abs(flat).max())
+
+
+def test_three_objective_closed_form_matches_qp():
+    # Edge minima come from the closed form, interior ones from the QP: both branches
+    # must give the QP's point (unique, though the weights need not be).
+    rng = np.random.default_rng(300)
+    interior = 0
+    for _ in range(60):
+        flat = random_gradients(rng, 3).reshape(3, -1)
+        gram = flat @ flat.T
+        closed = descent._min_norm_weights(gram)
+        qp = descent._min_norm_weights_qp(gram)
+        assert np.all(closed >= 0) and closed.sum() == pytest.approx(1.0, abs=1e-15)
+        np.testing.assert_allclose(closed @ flat, qp @ flat, atol=1e-10 * np.abs(flat).max())
+        interior += bool(np.all(closed > 0))
+    assert 0 < interior < 60
+    # All gradients zero: uniform weights, as the QP gives.
+    np.testing.assert_array_equal(descent._min_norm_weights(np.zeros((3, 3))), np.full(3, 1 / 3))
+
+
+def test_every_direction_of_a_fit_satisfies_lemma1(monkeypatch):
+    """Spy on the directions computed during real fits (with their normalised gradients)."""
+    calls = []
+    original = descent._pareto_direction
+
+    def spy(gradients, start=None):
+        D, lam = original(gradients, start)
+        calls.append((gradients, D))
+        return D, lam
+
+    monkeypatch.setattr(descent, "_pareto_direction", spy)
+    X2, s2 = make_gaussian_groups(n_samples=400, n_features=8, random_state=3)
+    X3, s3 = three_groups(seed=4)
+    for X, s, kind in ((X2, s2, "pairwise"), (X3, s3, "pairwise"), (X3, s3, "single")):
+        ParetoFairPCA(2, disparity=kind, max_iter=200).fit(X, sensitive_features=s)
+    assert len(calls) > 20
+    for G, D in calls:
+        norm2 = np.sum(D * D)
+        slopes = np.einsum("ipd,pd->i", G, D)
+        active = np.sum(G * G, axis=(1, 2)) > 0
+        assert np.all(slopes[active] <= -norm2 + 1e-10)
 
 
 # ------------------------------------------------------ the first trial
