@@ -23,13 +23,6 @@ def _modules():
     return modules
 
 
-def _is_type_checking(node):
-    test = node.test
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-    )
-
-
 def _from_module(node, base):
     """The absolute module of a ``from ... import`` node; ``base`` is its package's path."""
     if not node.level:
@@ -39,19 +32,14 @@ def _from_module(node, base):
 
 
 def _imported(tree, name, is_package, modules):
-    """The package's modules that ``tree`` imports anywhere, except under TYPE_CHECKING."""
-    skipped = {
-        id(child)
-        for node in ast.walk(tree)
-        if isinstance(node, ast.If) and _is_type_checking(node)
-        for stmt in node.body
-        for child in ast.walk(stmt)
-    }
+    """The package's modules that ``tree`` imports anywhere (under TYPE_CHECKING too).
+
+    An import for type annotations only is still a dependency of the module's
+    meaning: a cycle through one means the shared type sits at the wrong level.
+    """
     base = name.split(".") if is_package else name.split(".")[:-1]
     targets = set()
     for node in ast.walk(tree):
-        if id(node) in skipped:
-            continue
         if isinstance(node, ast.Import):
             targets.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):

@@ -45,8 +45,6 @@ from fairpca.pareto import _WORSE_OFF_FACTOR, _WORSE_OFF_FLOOR
 if TYPE_CHECKING:
     import pandas as pd
 
-    from fairpca.compare import Comparison
-
 __all__ = [
     "NOISY_GROUP_ROWS",
     "TRADEOFF_PLOT_COLUMNS",
@@ -76,7 +74,7 @@ TRADEOFF_PLOT_COLUMNS = ("reconstruction_error_gap", "mmd2")
 NOISY_GROUP_ROWS = 30
 
 
-def every_method_table(comparison: Comparison) -> pd.DataFrame:
+def every_method_table(comparison) -> pd.DataFrame:
     """The comparison's table with a row for every method asked for, fitted or not.
 
     Adds ``status`` (``"fitted"``, ``"failed"``, ``"stopped"`` or
