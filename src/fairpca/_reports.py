@@ -74,7 +74,7 @@ TRADEOFF_PLOT_COLUMNS = ("reconstruction_error_gap", "mmd2")
 NOISY_GROUP_ROWS = 30
 
 
-def every_method_table(comparison) -> pd.DataFrame:
+def every_method_table(comparison: Any) -> pd.DataFrame:
     """The comparison's table with a row for every method asked for, fitted or not.
 
     Adds ``status`` (``"fitted"``, ``"failed"``, ``"stopped"`` or
@@ -82,6 +82,12 @@ def every_method_table(comparison) -> pd.DataFrame:
     the metric columns of a method that was not fitted are missing (NaN).
     The downstream baselines (majority class, all features) follow as rows of
     status ``"baseline"``, with only the downstream columns.
+
+    Parameters
+    ----------
+    comparison : fairpca.compare.Comparison
+        Annotated ``Any``: ``compare`` imports this module, so naming the
+        class here would close an import cycle.
     """
     import pandas as pd
 
