@@ -57,7 +57,22 @@ def test_lanczos_is_deterministic_and_used_on_large_matrices(monkeypatch):
     linalg.top_eigh_fast(M, 4)
     with pytest.raises(AssertionError, match="LAPACK path used"):
         linalg.top_eigh_fast(M[:100, :100], 4)
-    linalg.top_eigh_fast(M[:20, :20], 4)  # tiny: numpy's full decomposition
+
+
+def test_small_matrices_take_the_full_decomposition(monkeypatch):
+    # Up to _FULL_EIGH_MAX rows LAPACK's subset driver costs more than numpy's full eigh.
+    import fairpca._linalg as linalg
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("subset driver used")
+
+    monkeypatch.setattr(linalg, "eigh", refuse)
+    M = psd(linalg._FULL_EIGH_MAX, 3)
+    for solver in (linalg.top_eigh, linalg.top_eigh_fast):
+        values, _ = solver(M, 4)
+        np.testing.assert_allclose(values, np.linalg.eigvalsh(M)[::-1][:4], rtol=1e-12)
+    with pytest.raises(AssertionError, match="subset driver used"):
+        linalg.top_eigh(psd(linalg._FULL_EIGH_MAX + 1, 3), 4)
 
 
 def test_row_space_splits_the_space_by_the_rows_rank():

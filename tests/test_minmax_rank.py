@@ -168,6 +168,41 @@ def test_extreme_point_rounding_from_random_fractional_points(k, seed):
     np.testing.assert_allclose(V.T @ V, np.eye(V.shape[1]), atol=1e-12)
 
 
+@pytest.mark.parametrize("k, seed", [(2, 0), (2, 1), (3, 2), (5, 3)])
+def test_eigenvalues_are_rounded_before_the_eigenvectors_move(k, seed, monkeypatch):
+    """A mixture of two nearby rank-d projectors (what the two-group solver returns near
+    the optimum) has many eigenvalues a hair from 0 or 1. The eigenvalues alone reach an
+    LP vertex first (at most k fractional), so the s x s block moves at most k - 1 times
+    (the block's steps each remove a fractional eigenvalue); the result keeps every
+    guarantee of the rounding."""
+    import fairpca._minmax_rounding as rounding
+
+    steps = []
+    largest_step = rounding._largest_feasible_step
+    monkeypatch.setattr(
+        rounding,
+        "_largest_feasible_step",
+        lambda lam, S: steps.append(lam.size) or largest_step(lam, S),
+    )
+    rng = np.random.default_rng(seed)
+    p, d = 12, 5
+    X, s = make_groups(k, p, seed)
+    B, beta = group_moments(X, s, d)
+    V1 = np.linalg.qr(rng.normal(size=(p, d)))[0]
+    V2 = np.linalg.qr(V1 + 1e-3 * rng.normal(size=(p, d)))[0]
+    P = 0.3 * V1 @ V1.T + 0.7 * V2 @ V2.T
+    lam, U = np.linalg.eigh(P)
+    lam, U = np.clip(lam[::-1], 0.0, 1.0), U[:, ::-1]
+    assert np.sum((lam > 1e-10) & (lam < 1 - 1e-10)) == 2 * d  # all near-integral
+    V, out = round_extreme_point(B, beta, d, U, lam)
+    assert len(steps) <= k - 1 and all(size <= k for size in steps)
+    start = np.max(beta - np.einsum("apq,pq->a", B, P))
+    end = np.max(beta - np.einsum("apq,pq->a", B, (V * out) @ V.T))
+    assert end <= start + 1e-12 * abs(start)
+    assert V.shape[1] <= rank_bound(d, k) and out.sum() <= d + 1e-9
+    np.testing.assert_allclose(V.T @ V, np.eye(V.shape[1]), atol=1e-12)
+
+
 # --------------------------------------------------------------------------- two-group solver
 @pytest.mark.parametrize("seed", range(12))
 def test_two_group_solver_equals_cutting_planes_with_an_lp_master(seed):

@@ -35,7 +35,8 @@ def top_eigh(matrix, n_components):
     """The ``n_components`` largest eigenpairs of a symmetric matrix, largest first.
 
     Only the wanted eigenpairs are computed (LAPACK's subset drivers), which is
-    cheaper than a full decomposition when ``n_components`` is small. A
+    cheaper than a full decomposition when ``n_components`` is small; up to
+    ``_FULL_EIGH_MAX`` rows numpy's full ``eigh`` is cheaper still. A
     matrix of another array-API namespace (a moment-based fit on a device,
     :mod:`fairpca._array_api`) is decomposed there by the standard's full
     ``eigh``, which has no subset.
@@ -60,14 +61,18 @@ def top_eigh(matrix, n_components):
         xp = held[0]
         values, vectors = xp.linalg.eigh(matrix)
         return xp.flip(values[p - n_components :]), xp.flip(vectors[:, p - n_components :], axis=1)
-    values, vectors = eigh(matrix, subset_by_index=[p - n_components, p - 1])
+    if p <= _FULL_EIGH_MAX:
+        values, vectors = np.linalg.eigh(matrix)
+        values, vectors = values[p - n_components :], vectors[:, p - n_components :]
+    else:
+        values, vectors = eigh(matrix, subset_by_index=[p - n_components, p - 1])
     return values[::-1], vectors[:, ::-1]
 
 
 def top_eigh_fast(matrix, n_components):
     """:func:`top_eigh` by the fastest method for the size, for solvers' inner loops.
 
-    Tiny matrices: numpy's full ``eigh``. Large ones with few eigenpairs:
+    Large matrices with few eigenpairs:
     ARPACK's implicitly restarted Lanczos method (``scipy.sparse.linalg.eigsh``
     to machine precision, ``tol=0``, from a fixed seeded start so that results
     are deterministic), a few dozen products with the matrix instead of its
@@ -80,9 +85,6 @@ def top_eigh_fast(matrix, n_components):
     Parameters and returns as :func:`top_eigh`.
     """
     p = matrix.shape[0]
-    if p <= _FULL_EIGH_MAX:
-        values, vectors = np.linalg.eigh(matrix)
-        return values[::-1][:n_components], vectors[:, ::-1][:, :n_components]
     if p < _LANCZOS_MIN or 10 * n_components > p:
         return top_eigh(matrix, n_components)
     start = np.random.default_rng(0).standard_normal(p)

@@ -88,39 +88,40 @@ def _to_vertex(C, beta, d, lam):
         lam[lam > 1 - _INTEGRALITY_TOL] = 1.0
         free = np.flatnonzero((lam > 0) & (lam < 1))
         losses = beta - C @ lam
-        z = losses.max()
-        tight = losses >= z - _TIGHT_TOL * max(1.0, lam.sum())
-        trace_tight = lam.sum() >= d - _TIGHT_TOL * d
+        z, total = losses.max(), lam.sum()
+        tight = losses >= z - _TIGHT_TOL * max(1.0, total)
+        trace_tight = total >= d - _TIGHT_TOL * d
         # Unknowns (delta_free, delta_z); rows keep tight loss rows tight and the trace.
-        rows = [np.append(-C[a, free], -1.0) for a in np.flatnonzero(tight)]
-        if trace_tight:
-            rows.append(np.append(np.ones(free.size), 0.0))
-        if free.size + 1 <= len(rows):
+        tight_rows = np.flatnonzero(tight)
+        n_rows = tight_rows.size + trace_tight
+        if free.size + 1 <= n_rows:
             return lam
-        _, _, vt = np.linalg.svd(np.array(rows).reshape(len(rows), free.size + 1))
-        direction = vt[-1]
+        rows = np.zeros((n_rows, free.size + 1))
+        rows[: tight_rows.size, :-1] = -C[np.ix_(tight_rows, free)]
+        rows[: tight_rows.size, -1] = -1.0
+        if trace_tight:
+            rows[-1, :-1] = 1.0
+        direction = np.linalg.svd(rows)[2][-1]
         if direction[-1] > 0:
             direction = -direction
         step_free, step_z = direction[:-1], direction[-1]
         # Largest step keeping bounds, slack rows and a slack trace feasible.
-        with np.errstate(divide="ignore", invalid="ignore"):
-            to_upper = np.where(step_free > 0, (1 - lam[free]) / step_free, np.inf)
-            to_lower = np.where(step_free < 0, -lam[free] / step_free, np.inf)
-            slack_rate = -C[:, free] @ step_free - step_z
-            to_rows = np.where(~tight & (slack_rate > 0), (z - losses) / slack_rate, np.inf)
-            trace_rate = step_free.sum()
-            to_trace = (
-                (d - lam.sum()) / trace_rate if not trace_tight and trace_rate > 0 else np.inf
-            )
-        step = min(
-            to_upper.min(initial=np.inf),
-            to_lower.min(initial=np.inf),
-            to_rows.min(initial=np.inf),
-            to_trace,
-        )
+        lam_free = lam[free]
+        to_bounds = np.full(free.size, np.inf)
+        up, down = step_free > 0, step_free < 0
+        to_bounds[up] = (1 - lam_free[up]) / step_free[up]
+        to_bounds[down] = -lam_free[down] / step_free[down]
+        slack_rate = -C[:, free] @ step_free - step_z
+        closing = ~tight & (slack_rate > 0)
+        step = to_bounds.min(initial=np.inf)
+        if closing.any():
+            step = min(step, ((z - losses[closing]) / slack_rate[closing]).min())
+        trace_rate = step_free.sum()
+        if not trace_tight and trace_rate > 0:
+            step = min(step, (d - total) / trace_rate)
         if not np.isfinite(step):  # pragma: no cover - the feasible set is bounded
             return lam
-        lam[free] = np.clip(lam[free] + step * step_free, 0.0, 1.0)
+        lam[free] = np.clip(lam_free + step * step_free, 0.0, 1.0)
     return lam  # pragma: no cover - each pass tightens one more constraint
 
 
@@ -224,6 +225,12 @@ def round_extreme_point(B, beta, d, U, lam):
     orthogonal projection of rank ``d`` (or less, if the trace is slack); in
     general its rank is at most :func:`rank_bound`.
 
+    The eigenvalues move first with the eigenvectors fixed (the vertex search
+    of :func:`round_lp` started from ``lam``, no objective raised), which
+    leaves at most ``k`` of them fractional: a mixture of two nearby
+    projectors, the two-group solver's answer, has up to ``2 d`` eigenvalues a
+    hair from 0 or 1, and each would otherwise cost a step of the block.
+
     Parameters
     ----------
     B : ndarray of shape (k, p, p)
@@ -244,7 +251,9 @@ def round_extreme_point(B, beta, d, U, lam):
     lam : ndarray of shape (m,)
         Their eigenvalues in (0, 1]: ones first, then at most ``s`` fractional.
     """
-    lam = np.clip(np.asarray(lam, dtype=float), 0.0, 1.0)
+    # First the eigenvalues alone, the eigenvectors fixed (the LP of round_lp, from lam):
+    # a step there moves a vector, not an s x s block, and leaves at most k fractional.
+    lam = _to_vertex(diagonal_captures(B, U), beta, d, np.clip(np.asarray(lam, float), 0.0, 1.0))
     ones = lam >= 1 - _INTEGRALITY_TOL
     fractional = (lam > _INTEGRALITY_TOL) & ~ones
     V1, Q, lam_f = U[:, ones], U[:, fractional], lam[fractional]
