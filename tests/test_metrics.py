@@ -723,6 +723,21 @@ def _bad_cases(X, s, pca):
         (lambda: M.mmd_bandwidth(np.ones((10, 3)), 1), ValueError, "bandwidth explicitly"),
         (lambda: M.downstream_fairness(X, s * 0 + np.arange(len(s)) % 3, s, pca), ValueError, "y"),
         (lambda: M.downstream_fairness(X, s[:-1], s, pca), ValueError, "y"),
+        (
+            lambda: M.downstream_fairness(X, np.where(s == 0, "no", None), s, pca),
+            ValueError,
+            "y contains missing labels",
+        ),
+        (
+            lambda: M.downstream_fairness(X, np.where(s == 0, "no", object()), s, pca),
+            TypeError,
+            "y mixes label types",
+        ),
+        (
+            lambda: M.downstream_fairness(X, np.where(s == 0, 0.0, np.nan), s, pca),
+            ValueError,
+            "y contains NaN",
+        ),
         (lambda: M.downstream_fairness(X, s, s, pca), ValueError, "only one class"),
         (
             lambda: M.downstream_fairness(X, X[:, 0] > 0, s, pca, classifier="forest"),

@@ -620,16 +620,16 @@ class MMDFairPCA(FairPCABase):
         if self.fairness == "DP":
             return [("all rows", None)]
         self._require_target(y)
-        classes = np.unique(y)
+        classes, codes = check_sensitive_features(y, len(y), name="y")
         if classes.size != 2:
             raise ValueError(
                 f"fairness={self.fairness!r} needs a binary y (exactly two classes); "
                 f"found {classes.size}: {classes[:10].tolist()}."
             )
         positive, negative = classes[1], classes[0]
-        masks = [(f"y={_plain(positive)!r}", y == positive)]
+        masks = [(f"y={_plain(positive)!r}", codes == 1)]
         if self.fairness == "EOD":
-            masks.append((f"y={_plain(negative)!r}", y == negative))
+            masks.append((f"y={_plain(negative)!r}", codes == 0))
         return masks
 
     def _select_rows(self, codes, groups, y, rng):

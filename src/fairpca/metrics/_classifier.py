@@ -166,14 +166,8 @@ def _check_binary_y(y, n_samples, pos_label):
         raise ValueError(
             f"y has {y.shape[0]} labels but X has {n_samples} rows; they must have the same length."
         )
-    if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
-        raise ValueError("y contains NaN or infinite values.")
-    if y.dtype.kind == "O" and any(v is None for v in y):
-        raise ValueError("y contains missing values (None).")
-    try:
-        classes = np.unique(y)
-    except TypeError as exc:
-        raise TypeError(f"y mixes label types: {exc}") from exc
+    # The shared label encoder: one hash pass, and it names missing or mixed labels.
+    classes, codes = check_sensitive_features(y, n_samples, name="y")
     if classes.size != 2:
         raise ValueError(
             f"y must be binary (exactly two classes), found {classes.size} class(es): "
@@ -183,7 +177,7 @@ def _check_binary_y(y, n_samples, pos_label):
         pos_label = classes[1]
     elif pos_label not in classes.tolist():
         raise ValueError(f"pos_label={pos_label!r} is not one of the classes of y {classes}.")
-    return (y == pos_label).astype(int)
+    return (codes == classes.tolist().index(pos_label)).astype(int)
 
 
 def downstream_fairness(
