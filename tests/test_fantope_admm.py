@@ -244,6 +244,8 @@ def test_anderson_keeps_the_gram_matrix_of_its_newest_differences():
     assert anderson.count == 3
     np.testing.assert_allclose(sorted(map(tuple, stored)), sorted(map(tuple, newest)))
     np.testing.assert_allclose(anderson.gram, stored @ stored.T, rtol=1e-12, atol=1e-14)
+    # The fit's right side, updated row by row, against the last residual.
+    np.testing.assert_allclose(anderson.fit[:3], stored @ history[-1][1], rtol=1e-10, atol=1e-12)
 
 
 def test_admm_needs_no_cvxpy(monkeypatch):

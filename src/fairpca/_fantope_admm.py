@@ -199,14 +199,16 @@ class _NormalEquations:
                     for f in self.functionals
                 ]
             )
-            self.system = np.eye(sum(self.sizes)) + coupling
+            # Inverted once: the system is small and well-conditioned (identity plus a
+            # Gram matrix), and a product costs less than a solve at every iteration.
+            self.system = np.linalg.inv(np.eye(sum(self.sizes)) + coupling)
 
     def solve(self, R):
         R = R if self.basis is None else self.basis.T @ R @ self.basis
         P = R * self.inverse
         if self.functionals:
             rhs = [family.apply(P)[0] for family in self.functionals]
-            c = np.linalg.solve(self.system, rhs[0] if len(rhs) == 1 else np.concatenate(rhs))
+            c = self.system @ (rhs[0] if len(rhs) == 1 else np.concatenate(rhs))
             at = 0
             for family, size in zip(self.functionals, self.sizes, strict=True):
                 P -= family.adjoint([c[at : at + size]]) * self.inverse
@@ -353,14 +355,19 @@ class _Anderson:
     cleared and the plain step ``g_k`` is taken.
 
     The differences sit in preallocated rows, the newest overwriting the
-    oldest, and their Gram matrix is updated one row per step, so that a step
-    costs three passes over the ``memory x size`` rows.
+    oldest. Their Gram matrix and the products ``dF f_k`` of the fit are
+    updated one row per step: the new row ``dF_j = f_k - f_{k-1}`` gives
+    ``dF_i . f_k = dF_i . f_{k-1} + dF_i . dF_j``, so a step costs two passes
+    over the ``memory x size`` rows (the Gram row and ``dG gamma``) instead of
+    three. Each product gathers at most ``memory`` updates before its row is
+    overwritten, so its rounding stays that of a few dot products.
     """
 
     def __init__(self, memory, size):
         self.dG = np.empty((memory, size))
         self.dF = np.empty((memory, size))
         self.gram = np.empty((memory, memory))
+        self.fit = np.empty(memory)  # dF f of the last step, row by row
         self.reset()
 
     def reset(self):
@@ -371,29 +378,31 @@ class _Anderson:
 
     def next(self, x, g):
         f = g - x
-        norm = float(np.linalg.norm(f))
+        norm = float(np.sqrt(f @ f))
         if norm > _ANDERSON_SAFEGUARD * self.accepted_norm:
             self.reset()
             self.accepted_norm = norm
             return g
         self.accepted_norm = norm
-        if self.previous is not None:
-            g_old, f_old = self.previous
-            j = self.slot
-            np.subtract(g, g_old, out=self.dG[j])
-            np.subtract(f, f_old, out=self.dF[j])
-            self.count = min(self.count + 1, len(self.dF))
-            self.slot = (j + 1) % len(self.dF)
-            row = self.dF[: self.count] @ self.dF[j]
-            self.gram[j, : self.count] = row
-            self.gram[: self.count, j] = row
-        self.previous = (g, f)
-        if not self.count:
+        if self.previous is None:
+            self.previous = (g, f)
             return g
-        k = self.count
+        g_old, f_old = self.previous
+        self.previous = (g, f)
+        j = self.slot
+        np.subtract(g, g_old, out=self.dG[j])
+        np.subtract(f, f_old, out=self.dF[j])
+        k = self.count = min(self.count + 1, len(self.dF))
+        self.slot = (j + 1) % len(self.dF)
+        row = self.dF[:k] @ self.dF[j]
+        self.gram[j, :k] = row
+        self.gram[:k, j] = row
+        # The other rows were in use at the last step, against f_old.
+        self.fit[:k] += row
+        self.fit[j] = self.dF[j] @ f
         gram = self.gram[:k, :k].copy()
-        gram[np.diag_indices_from(gram)] += 1e-10 * np.trace(gram) + 1e-300
-        gamma = np.linalg.solve(gram, self.dF[:k] @ f)
+        gram.flat[:: k + 1] += 1e-10 * np.trace(gram) + 1e-300
+        gamma = np.linalg.solve(gram, self.fit[:k])
         return g - gamma @ self.dG[:k]
 
 
