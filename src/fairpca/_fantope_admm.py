@@ -68,7 +68,7 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.linalg import eigh
+from scipy.linalg import eigh, lapack
 
 from fairpca._fantope_prox import _sym, _top_sum, fantope_projection, squared_spectral_prox
 from fairpca._linalg import top_eigh
@@ -402,7 +402,11 @@ class _Anderson:
         self.fit[j] = self.dF[j] @ f
         gram = self.gram[:k, :k].copy()
         gram.flat[:: k + 1] += 1e-10 * np.trace(gram) + 1e-300
-        gamma = np.linalg.solve(gram, self.fit[:k])
+        # Cholesky through LAPACK directly: the regularised Gram matrix is positive
+        # definite, and numpy's solve wrapper costs more than the solve at these sizes.
+        _, gamma, info = lapack.dposv(gram, self.fit[:k])
+        if info != 0:
+            gamma = np.linalg.solve(gram, self.fit[:k])
         return g - gamma @ self.dG[:k]
 
 
