@@ -17,7 +17,6 @@ from sklearn.exceptions import ConvergenceWarning
 
 import fairpca._fantope_admm as admm
 import fairpca._fantope_feasible as feasible
-import fairpca._fantope_prox as prox
 import fairpca._fantope_subspaces as subspaces
 import fairpca.convex as convex
 from fairpca import ConvexFairPCA
@@ -207,28 +206,6 @@ _TIED_TOP = np.array(
 def test_top_sum_inside_a_cluster_of_tied_eigenvalues(d):
     expected = np.sort(np.linalg.svd(_TIED_TOP, compute_uv=False))[::-1][:d].sum()  # PSD
     assert admm._top_sum(_TIED_TOP, d) == pytest.approx(expected, rel=1e-13)
-
-
-@pytest.mark.parametrize("size", [1, 7, 19, 32, 40])
-def test_full_eigh_is_numpys_eigh_with_ties(size):
-    # LAPACK's dsyevd called directly (small sizes) or through numpy: against numpy's
-    # eigh, on a spectrum with a triple and a double eigenvalue (vectors compared
-    # as the eigenspaces' projectors, which ties leave unique).
-    rng = np.random.default_rng(size)
-    basis, _ = np.linalg.qr(rng.standard_normal((size, size)))
-    spectrum = np.sort(np.concatenate((np.full(min(3, size), 2.0), rng.standard_normal(size))))
-    spectrum = spectrum[:size]
-    spectrum[-2:] = spectrum[-1]
-    A = (basis * spectrum) @ basis.T
-    values, vectors = prox._full_eigh(A)
-    expected, expected_vectors = np.linalg.eigh(A)
-    np.testing.assert_allclose(values, expected, rtol=0, atol=1e-13 * np.abs(expected).max())
-    np.testing.assert_allclose(vectors.T @ vectors, np.eye(size), atol=1e-13)
-    np.testing.assert_allclose((vectors * values) @ vectors.T, A, atol=1e-13)
-    for level in np.unique(np.round(expected, 10)):
-        ours = vectors[:, np.abs(values - level) < 1e-8]
-        theirs = expected_vectors[:, np.abs(expected - level) < 1e-8]
-        np.testing.assert_allclose(ours @ ours.T, theirs @ theirs.T, atol=1e-10)
 
 
 def _linear_map(size, radius, seed):

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from fairpca._linalg import row_space, top_eigh, top_eigh_fast
+from fairpca._linalg import full_eigh, row_space, top_eigh, top_eigh_fast
 
 
 def psd(p, seed, decay=0.98):
@@ -87,3 +87,25 @@ def test_row_space_splits_the_space_by_the_rows_rank():
     np.testing.assert_allclose(span @ (span.T @ rows.T), rows.T, atol=1e-12)
     empty_span, everything = row_space(np.zeros((2, 3)))
     assert empty_span.shape == (3, 0) and np.array_equal(everything, np.eye(3))
+
+
+@pytest.mark.parametrize("size", [1, 7, 19, 32, 40])
+def test_full_eigh_is_numpys_eigh_with_ties(size):
+    # LAPACK's dsyevd called directly (small sizes) or through numpy: against numpy's
+    # eigh, on a spectrum with a triple and a double eigenvalue (vectors compared
+    # as the eigenspaces' projectors, which ties leave unique).
+    rng = np.random.default_rng(size)
+    basis, _ = np.linalg.qr(rng.standard_normal((size, size)))
+    spectrum = np.sort(np.concatenate((np.full(min(3, size), 2.0), rng.standard_normal(size))))
+    spectrum = spectrum[:size]
+    spectrum[-2:] = spectrum[-1]
+    A = (basis * spectrum) @ basis.T
+    values, vectors = full_eigh(A)
+    expected, expected_vectors = np.linalg.eigh(A)
+    np.testing.assert_allclose(values, expected, rtol=0, atol=1e-13 * np.abs(expected).max())
+    np.testing.assert_allclose(vectors.T @ vectors, np.eye(size), atol=1e-13)
+    np.testing.assert_allclose((vectors * values) @ vectors.T, A, atol=1e-13)
+    for level in np.unique(np.round(expected, 10)):
+        ours = vectors[:, np.abs(values - level) < 1e-8]
+        theirs = expected_vectors[:, np.abs(expected - level) < 1e-8]
+        np.testing.assert_allclose(ours @ ours.T, theirs @ theirs.T, atol=1e-10)

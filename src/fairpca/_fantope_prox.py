@@ -13,9 +13,8 @@ References
 """
 
 import numpy as np
-from scipy.linalg import lapack
 
-from fairpca._linalg import top_eigh
+from fairpca._linalg import full_eigh, top_eigh
 
 __all__ = ["fantope_projection", "squared_spectral_prox"]
 
@@ -23,10 +22,6 @@ __all__ = ["fantope_projection", "squared_spectral_prox"]
 #: (LAPACK's subset driver, bisection and inverse iteration, cost as much as numpy's full
 #: one for the top 12 of 100 and twice as much for 24, one thread, OpenBLAS 0.3.30).
 _FULL_SHARE = 0.1
-#: Largest order decomposed by calling LAPACK's ``dsyevd`` directly: the same routine
-#: numpy's ``eigh`` calls, without its wrapper (26 against 30 us at 19 x 19; no gain at
-#: 100 x 100).
-_DIRECT_MAX = 32
 
 
 def _sym(A):
@@ -71,19 +66,9 @@ def _leading_eigh(A, r):
     per call than scipy's.
     """
     if r >= _FULL_SHARE * A.shape[0]:
-        values, vectors = _full_eigh(A)
+        values, vectors = full_eigh(A)
         return values[::-1], vectors[:, ::-1]
     return top_eigh(A, r)
-
-
-def _full_eigh(A):
-    """All eigenpairs of the symmetric ``A`` (lower triangle), increasing: ``numpy.linalg.eigh``."""
-    if A.shape[0] > _DIRECT_MAX:
-        return np.linalg.eigh(A)
-    values, vectors, info = lapack.dsyevd(A, compute_v=1, lower=1)
-    if info != 0:
-        raise np.linalg.LinAlgError(f"dsyevd did not converge (info {info})")
-    return values, vectors
 
 
 def fantope_projection(A, d, rank=None):

@@ -3,7 +3,7 @@
 from typing import NamedTuple
 
 import numpy as np
-from scipy.linalg import eigh
+from scipy.linalg import eigh, lapack
 from scipy.sparse.linalg import ArpackError, ArpackNoConvergence, eigsh
 
 from fairpca._array_api import held_namespace, namespace_of
@@ -12,6 +12,7 @@ __all__ = [
     "PowerResult",
     "block_power_iteration",
     "flip_signs",
+    "full_eigh",
     "orthonormal_block",
     "power_block_width",
     "power_stop_message",
@@ -26,9 +27,34 @@ __all__ = [
 #: iteration is cheaper than LAPACK's reduction to tridiagonal form.
 _LANCZOS_MIN = 400
 
-#: Up to this size numpy's full ``eigh`` is faster than LAPACK's subset driver
-#: (its fixed costs dominate).
+#: Up to this size a full decomposition is faster than LAPACK's subset driver (its
+#: fixed costs dominate), and calling ``dsyevd`` directly than through numpy's wrapper.
 _FULL_EIGH_MAX = 32
+
+
+def full_eigh(matrix):
+    """All eigenpairs of a symmetric matrix (lower triangle read), increasing.
+
+    LAPACK's divide-and-conquer ``dsyevd``, the routine of
+    :func:`numpy.linalg.eigh`; called directly up to ``_FULL_EIGH_MAX`` rows,
+    where numpy's wrapper costs more than the work.
+
+    Parameters
+    ----------
+    matrix : ndarray of shape (p, p)
+
+    Returns
+    -------
+    values : ndarray of shape (p,)
+    vectors : ndarray of shape (p, p)
+        Orthonormal eigenvectors as columns, in the order of ``values``.
+    """
+    if matrix.shape[0] > _FULL_EIGH_MAX:
+        return np.linalg.eigh(matrix)
+    values, vectors, info = lapack.dsyevd(matrix, compute_v=1, lower=1)
+    if info != 0:
+        raise np.linalg.LinAlgError(f"dsyevd did not converge (info {info})")
+    return values, vectors
 
 
 def top_eigh(matrix, n_components):
@@ -36,7 +62,7 @@ def top_eigh(matrix, n_components):
 
     Only the wanted eigenpairs are computed (LAPACK's subset drivers), which is
     cheaper than a full decomposition when ``n_components`` is small; up to
-    ``_FULL_EIGH_MAX`` rows numpy's full ``eigh`` is cheaper still. A
+    ``_FULL_EIGH_MAX`` rows the full :func:`full_eigh` is cheaper still. A
     matrix of another array-API namespace (a moment-based fit on a device,
     :mod:`fairpca._array_api`) is decomposed there by the standard's full
     ``eigh``, which has no subset.
@@ -62,7 +88,7 @@ def top_eigh(matrix, n_components):
         values, vectors = xp.linalg.eigh(matrix)
         return xp.flip(values[p - n_components :]), xp.flip(vectors[:, p - n_components :], axis=1)
     if p <= _FULL_EIGH_MAX:
-        values, vectors = np.linalg.eigh(matrix)
+        values, vectors = full_eigh(matrix)
         values, vectors = values[p - n_components :], vectors[:, p - n_components :]
     else:
         values, vectors = eigh(matrix, subset_by_index=[p - n_components, p - 1])
