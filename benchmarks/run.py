@@ -50,8 +50,7 @@ svd_solver="covariance_eigh")``, data of the scale grid unless said:
 - ``small``: MinMaxLossFairPCA <= 3x PCA at n = 10^4, p = 20;
 - ``labels``: ``LinearErasure().fit`` on Adult's numeric columns with the
   labels ``sex`` as loaded (pandas strings) and as a NumPy object array,
-  <= 1.2x the same labels as integers; a floor row adds one ``pd.factorize``
-  of the strings (hashing them once, as any encoder must) to the integer fit;
+  <= 1.2x the same labels as integers;
 - ``tradeoff``: ``benchmarks/tradeoff_speed.py``'s measurement of ``fairpca
   tradeoff`` at its defaults, under 20 s of CPU on the built-in data, 60 s on
   German credit, 180 s on COMPAS (at most 3 rounds, each stopped at 1.5x its
@@ -518,8 +517,6 @@ def _target_compas_child(n, p, d, seed, repeats):
 
 def _target_labels_child(n, p, d, seed, repeats):
     """``LinearErasure().fit`` on Adult's numeric columns, the labels ``sex`` of three kinds."""
-    import pandas as pd
-
     from fairpca import LinearErasure
     from fairpca.datasets import load_adult
 
@@ -534,9 +531,6 @@ def _target_labels_child(n, p, d, seed, repeats):
     fits = {
         kind: lambda s=s: LinearErasure().fit(X, sensitive_features=s) for kind, s in labels.items()
     }
-    # Hashing the strings once, and nothing else: no encoder can cost less.
-    fits["hash (pandas)"] = lambda: pd.factorize(labels["str (pandas, as loaded)"])
-    fits["hash (NumPy object)"] = lambda: pd.factorize(strings)
     return {"shape": list(X.shape), **_rounds(fits, repeats, min_seconds=MIN_TIMING_SECONDS)}
 
 
@@ -623,13 +617,6 @@ def _labels_rows(args):
     shape = "×".join(map(str, times.get("shape", ["?", "?"])))
     for kind in ("str (pandas, as loaded)", "str (NumPy object)"):
         yield _ratio_row("labels", f"{kind} / int, Adult {shape}", times, kind, "int")
-        hashed = f"hash ({kind.removeprefix('str (').removesuffix(', as loaded)').rstrip(')')})"
-        row = _ratio_row("labels", "", times, hashed, "int")
-        if "values" in row:
-            # The integer fit plus one pd.factorize of the strings, over the integer fit.
-            row["values"] = [1.0 + value for value in row["values"]]
-        case = f"floor: (int fit + `pd.factorize` of the {kind} labels) / int fit"
-        yield {**row, "case": case, "floor": True}
 
 
 def _tradeoff_seconds(case, timeout):

@@ -15,9 +15,8 @@ import pytest
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 #: Rows per target: 6 methods x 2 p; Convex at 2 p and on COMPAS at 2 d, each with its
-#: floor; the pass
-#: and 6 methods x 2 p; one; two kinds of string labels, each with its floor; three data sets.
-ROWS = {"memory": 12, "convex": 6, "dask": 14, "small": 1, "labels": 4, "tradeoff": 3}
+#: floor; the pass and 6 methods x 2 p; one; two kinds of string labels; three data sets.
+ROWS = {"memory": 12, "convex": 6, "dask": 14, "small": 1, "labels": 2, "tradeoff": 3}
 
 
 @pytest.fixture
