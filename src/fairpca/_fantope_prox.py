@@ -19,8 +19,8 @@ from fairpca._linalg import full_eigh, top_eigh
 __all__ = ["fantope_projection", "squared_spectral_prox"]
 
 #: Share of the spectrum above which a full eigendecomposition is cheaper than a subset
-#: (LAPACK's subset driver, bisection and inverse iteration, cost as much as numpy's full
-#: one for the top 12 of 100 and twice as much for 24, one thread, OpenBLAS 0.3.30).
+#: (LAPACK's subset driver, bisection and inverse iteration, already costs as much as a
+#: full decomposition for about a tenth of the eigenpairs).
 _FULL_SHARE = 0.1
 
 
@@ -62,8 +62,7 @@ def _leading_eigh(A, r):
     """The ``r`` largest eigenpairs of the symmetric ``A``, largest first.
 
     All of them when ``r`` is a large share of the size: a full decomposition
-    is then cheaper than LAPACK's subset driver, and numpy's has less overhead
-    per call than scipy's.
+    (:func:`fairpca._linalg.full_eigh`) is then cheaper than LAPACK's subset driver.
     """
     if r >= _FULL_SHARE * A.shape[0]:
         values, vectors = full_eigh(A)
