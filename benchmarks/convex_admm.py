@@ -14,25 +14,14 @@ credit and COMPAS split 0 where the data are found) with the solver's defaults
 and with each ``--set`` of its module constants, and prints the ADMM iterations
 and CPU seconds of every fit: the evidence behind those constants.
 
-``--ratio`` times ``ConvexFairPCA(n_components=5).fit`` against
-``PCA(n_components=5, svd_solver="covariance_eigh").fit`` on the scale grid's
-data of ``run.py`` (n = 10^6 unless ``--n``, p in ``--p``): CPU seconds with
-one BLAS thread, the two fits interleaved in each of ``--rounds`` rounds in
-one process, and prints the median ratio with its range over the rounds and
-the load average. Run it with ``PYTHONPATH`` at another checkout's ``src`` to
-time that version.
-
 Usage::
 
     python benchmarks/convex_admm.py                          # p = 40, 100, 300, 1000
     python benchmarks/convex_admm.py --p 40 100 --deltas 0 0.1
     python benchmarks/convex_admm.py --suite --set _RHO_START=1 --set _ANDERSON_MEMORY=8
-    python benchmarks/convex_admm.py --ratio --p 20 100 --rounds 5
 """
 
 import argparse
-import os
-import statistics
 import sys
 import time
 import warnings
@@ -109,42 +98,6 @@ def suite_problems():
     return problems
 
 
-def _cpu_seconds(function, *args, **kwargs):
-    start = time.process_time()
-    function(*args, **kwargs)
-    return time.process_time() - start
-
-
-def run_ratio(n, ps, rounds):
-    """Print ConvexFairPCA's fit CPU time over PCA's on the scale grid's data, per p."""
-    from sklearn.decomposition import PCA
-
-    sys.path.insert(0, str(Path(__file__).parent))
-    from run import _memory_data
-
-    print("| p | PCA s | ConvexFairPCA s | ratio median (min-max) | iterations | load |")
-    print("|---|---|---|---|---|---|")
-    for p in ps:
-        X, s = _memory_data(n, p, 0)
-        pca = PCA(n_components=5, svd_solver="covariance_eigh")
-        est = ConvexFairPCA(n_components=5)
-        times = {"PCA": [], "convex": []}
-        with threadpool_limits(1), warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            est.fit(X, sensitive_features=s)  # warm-up: imports, caches
-            for _ in range(rounds):
-                times["PCA"].append(_cpu_seconds(pca.fit, X))
-                times["convex"].append(_cpu_seconds(est.fit, X, sensitive_features=s))
-        ratios = [c / b for b, c in zip(times["PCA"], times["convex"], strict=True)]
-        load = " ".join(f"{value:.2f}" for value in os.getloadavg())
-        print(
-            f"| {p} | {statistics.median(times['PCA']):.3f} | "
-            f"{statistics.median(times['convex']):.3f} | {statistics.median(ratios):.2f} "
-            f"({min(ratios):.2f}-{max(ratios):.2f}) | {est.n_iter_} | {load} |",
-            flush=True,
-        )
-
-
 def _assign(text):
     """``NAME=VALUE`` -> ``(module, NAME, value)`` for a constant of the solver's modules."""
     name, _, value = text.partition("=")
@@ -193,9 +146,6 @@ def main():
     parser.add_argument("--deltas", type=float, nargs="+", default=[0.0, 0.1])
     parser.add_argument("--scs-max-p", type=int, default=100)
     parser.add_argument("--suite", action="store_true", help="the fixed problem set instead")
-    parser.add_argument("--ratio", action="store_true", help="fit time over PCA's instead")
-    parser.add_argument("--n", type=int, default=10**6, help="rows of --ratio's data")
-    parser.add_argument("--rounds", type=int, default=5, help="rounds of --ratio")
     parser.add_argument(
         "--set",
         action="append",
@@ -206,9 +156,6 @@ def main():
     args = parser.parse_args()
     if args.suite:
         run_suite([item.split(",") for item in args.set])
-        return
-    if args.ratio:
-        run_ratio(args.n, args.p, args.rounds)
         return
     print(
         "| p | delta | ADMM s | iterations | converged | relative gap | SCS s | objective diff. |"

@@ -37,24 +37,17 @@ Usage::
 import argparse
 import itertools
 import os
-import statistics
 import subprocess
-import time
 import warnings
 
 import numpy as np
 import scipy.linalg
+from _timing import interleaved_medians
 from sklearn.decomposition import PCA, SparsePCA
 from threadpoolctl import threadpool_limits
 
 from fairpca import FairSparsePCA, GroupMoments, sparse_pca
 from fairpca.datasets import make_gaussian_groups
-
-
-def cpu_seconds(fn):
-    start = time.process_time()
-    fn()
-    return time.process_time() - start
 
 
 def exhaustive(covariance, shifts, size):
@@ -145,12 +138,9 @@ def main():
             X, sensitive_features=groups
         ),
     }
-    times = {name: [] for name in fits}
     with threadpool_limits(limits=1), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # SparsePCA's convergence chatter is not measured
-        for _ in range(args.repeat):
-            for name, fit in fits.items():
-                times[name].append(cpu_seconds(fit))
+        medians = interleaved_medians(fits, args.repeat)
         budget = sparse_pca.EXHAUSTIVE_SUPPORTS
         searches = {
             "greedy": optimality(10, [2, 3, 4, 5], trials, args.seed, 0),
@@ -158,7 +148,6 @@ def main():
         }
         sparse_pca.EXHAUSTIVE_SUPPORTS = budget
         mm_ratios, mm_sizes = max_min_optimality(8, trials, args.seed)
-    medians = {name: statistics.median(values) for name, values in times.items()}
     print(f"commit {commit}; load average {os.getloadavg()}; BLAS threads 1")
     print(f"cost: n={n}, p={p}, d={d}, n_nonzero={s}, 3 groups, median of {args.repeat} CPU s")
     for name, value in medians.items():

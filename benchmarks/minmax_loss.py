@@ -29,35 +29,17 @@ BLAS runs on one thread throughout. Usage::
 
 import argparse
 import logging
-import statistics
 import sys
-import time
 import warnings
 
 import numpy as np
+from _timing import interleaved_medians
 from sklearn.decomposition import PCA
 from sklearn.exceptions import ConvergenceWarning
 from threadpoolctl import threadpool_limits
 
 from fairpca import MinMaxLossFairPCA
 from fairpca.datasets import make_gaussian_groups
-
-
-def cpu_time(fit):
-    start = time.process_time()
-    fit()
-    return time.process_time() - start
-
-
-def interleaved(fits, repeat):
-    """Median CPU seconds of each fit, the fits run in turn ``repeat`` times."""
-    times = {name: [] for name in fits}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        for _ in range(repeat):
-            for name, fit in fits.items():
-                times[name].append(cpu_time(fit))
-    return {name: statistics.median(values) for name, values in times.items()}
 
 
 def report(title, medians, base, extra):
@@ -91,7 +73,9 @@ def speed(X, s, d, repeat, title, floor):
             for name, make in makers.items()
         }
     )
-    medians = interleaved(fits, repeat)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        medians = interleaved_medians(fits, repeat)
     extra = {name: estimator_summary(make, X, s) for name, make in makers.items()}
     report(title, medians, floor[0], extra)
 
@@ -111,14 +95,17 @@ def solver_timing(X, s, d, repeat):
     B = GroupMoments.from_arrays(X, s).second_moment(center="pooled")
     own, bases = _group_targets(B, d)
     args = (B, own, own, bases, d, 1e-6, 100, logging.DEBUG)
-    times = {"closed-form model": [], "HiGHS master LP": []}
-    for _ in range(repeat):
-        for name, solve in zip(times, (_solve_two_groups, _solve_cutting_plane), strict=True):
-            times[name].append(cpu_time(lambda solve=solve: solve(*args)))
+    medians = interleaved_medians(
+        {
+            "closed-form model": lambda: _solve_two_groups(*args),
+            "HiGHS master LP": lambda: _solve_cutting_plane(*args),
+        },
+        repeat,
+    )
     fast, oracle = _solve_two_groups(*args), _solve_cutting_plane(*args)
     print(f"\nRelaxation solver alone (n = 10^4, p = 20, d = {d}), median CPU ms:")
-    for name, values in times.items():
-        print(f"  {name:<18} {1e3 * statistics.median(values):7.3f} ms")
+    for name, value in medians.items():
+        print(f"  {name:<18} {1e3 * value:7.3f} ms")
     print(
         f"  iterations {fast[4]} and {oracle[4]}; dual bounds differ by "
         f"{abs(fast[3] - oracle[3]) / abs(oracle[3]):.1e} (relative)"

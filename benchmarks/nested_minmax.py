@@ -25,11 +25,10 @@ Usage::
 
 import argparse
 import os
-import statistics
-import time
 import warnings
 
 import numpy as np
+from _timing import interleaved_medians
 from sklearn.decomposition import PCA
 from sklearn.exceptions import ConvergenceWarning
 from threadpoolctl import threadpool_limits
@@ -40,12 +39,6 @@ from fairpca.datasets import make_gaussian_groups
 N_SAMPLES, N_FEATURES, D = 10_000, 50, 5
 
 
-def cpu_seconds(fit):
-    start = time.process_time()
-    fit()
-    return time.process_time() - start
-
-
 def measure(k, repeat):
     X, s = make_gaussian_groups(N_SAMPLES, N_FEATURES, n_groups=k, random_state=k)
     fits = {
@@ -53,15 +46,11 @@ def measure(k, repeat):
         "nested": lambda: MinMaxLossFairPCA(D, nested=True).fit(X, sensitive_features=s),
         "joint": lambda: MinMaxLossFairPCA(D).fit(X, sensitive_features=s),
     }
-    times = {name: [] for name in fits}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        for _ in range(repeat):
-            for name, fit in fits.items():
-                times[name].append(cpu_seconds(fit))
+        medians = interleaved_medians(fits, repeat)
         nested = MinMaxLossFairPCA(D, nested=True).fit(X, sensitive_features=s)
         joint = MinMaxLossFairPCA(D).fit(X, sensitive_features=s)
-    medians = {name: statistics.median(values) for name, values in times.items()}
     gap = float(np.max(nested.prefix_gaps_ / np.abs(nested.prefix_objectives_)))
     excess = nested.prefix_objectives_[-1] / joint.objective_ - 1.0
     return medians, gap, excess, nested.converged_
