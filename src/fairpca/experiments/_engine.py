@@ -20,6 +20,7 @@ criterion that decides whether it holds.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import time
@@ -169,6 +170,30 @@ def estimator(name, **params):
     """A fairpca estimator by class name, or None when it is not in this installation."""
     cls = ESTIMATORS.get(name)
     return None if cls is None else cls(**params)
+
+
+def split_jobs(cases, splits, run):
+    """The units of work of :attr:`Target.jobs`: one per case and split.
+
+    Parameters
+    ----------
+    cases : dict
+        Label of each case (a data set, its attribute, a setting) -> the
+        arguments that select it, a tuple.
+    splits : iterable of int
+    run : callable
+        ``run(*arguments, split)`` returns the unit's list of :func:`record`.
+
+    Returns
+    -------
+    list of (label, function)
+        Labelled ``"<case label> split <split>"``, cases outermost.
+    """
+    return [
+        (f"{label} split {split}", functools.partial(run, *arguments, split))
+        for label, arguments in cases.items()
+        for split in splits
+    ]
 
 
 def record(dataset, method, setting, d, split, metric, value):

@@ -33,7 +33,14 @@ from __future__ import annotations
 import numpy as np
 
 from fairpca._minmax_rounding import diagonal_captures
-from fairpca.experiments._engine import Target, estimator, fit_models, record, setting_value
+from fairpca.experiments._engine import (
+    Target,
+    estimator,
+    fit_models,
+    record,
+    setting_value,
+    split_jobs,
+)
 from fairpca.experiments.papers.kamani import kamani
 from fairpca.moments import GroupMoments
 from fairpca.plotting import _figure
@@ -109,17 +116,13 @@ def _sparse_job(dataset, attribute, split, penalties, data_home, unavailable):
 def _sparse_jobs(quick, data_home, unavailable):
     plan = _PLAN[1:] if quick else _PLAN
     penalties = _QUICK_PENALTIES if quick else BABU2025_PENALTIES
-    splits = range(1) if quick else range(5)
-    return [
-        (
-            f"{dataset}/{attribute} split {split}",
-            lambda a=(dataset, attribute, split): _sparse_job(
-                *a, penalties, data_home, unavailable
-            ),
-        )
-        for dataset, attribute in plan
-        for split in splits
-    ]
+    return split_jobs(
+        {f"{dataset}/{attribute}": (dataset, attribute) for dataset, attribute in plan},
+        range(1) if quick else range(5),
+        lambda dataset, attribute, split: _sparse_job(
+            dataset, attribute, split, penalties, data_home, unavailable
+        ),
+    )
 
 
 def _path(details, dataset):

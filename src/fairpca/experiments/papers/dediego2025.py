@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fairpca.experiments._engine import Target, estimator, fit_models, record
+from fairpca.experiments._engine import Target, estimator, fit_models, record, split_jobs
 from fairpca.experiments.papers.lee2022 import LEE2022_DATASETS, lee2022
 from fairpca.metrics._classifier import held_out_predictions, prediction_scores
 from fairpca.plotting import _figure
@@ -111,15 +111,11 @@ def _pls_job(dataset, split, d, data_home, unavailable):
 
 def _pls_jobs(quick, data_home, unavailable):
     plan = [("compas", 2)] if quick else [(ds, d) for ds in LEE2022_DATASETS for d in DEDIEGO2025_D]
-    splits = range(1) if quick else range(10)
-    return [
-        (
-            f"{dataset} d={d} split {split}",
-            lambda a=(dataset, split, d): _pls_job(*a, data_home, unavailable),
-        )
-        for dataset, d in plan
-        for split in splits
-    ]
+    return split_jobs(
+        {f"{dataset} d={d}": (dataset, d) for dataset, d in plan},
+        range(1) if quick else range(10),
+        lambda dataset, d, split: _pls_job(dataset, split, d, data_home, unavailable),
+    )
 
 
 def _pls_checks(details):

@@ -54,7 +54,7 @@ from typing import Literal
 import numpy as np
 
 from fairpca.datasets._real import load_adult, load_default_credit
-from fairpca.experiments._engine import Target, estimator, fit_models, record
+from fairpca.experiments._engine import Target, estimator, fit_models, record, split_jobs
 from fairpca.experiments._split import Split, check_dataset, check_split, finish, is_numeric
 from fairpca.metrics import pairwise_disparity_error, reconstruction_error
 from fairpca.metrics._classifier import (
@@ -241,15 +241,13 @@ def _kamani_jobs(quick, data_home, unavailable):
     if not quick:
         plan = [("adult", "sex"), ("default_credit", "sex"), ("adult", "race")]
         plan.append(("default_credit", "marriage"))
-    splits = range(1) if quick else range(10)
-    return [
-        (
-            f"{dataset}/{attribute} split {split}",
-            lambda a=(dataset, attribute, split): _kamani_job(*a, data_home, unavailable),
-        )
-        for dataset, attribute in plan
-        for split in splits
-    ]
+    return split_jobs(
+        {f"{dataset}/{attribute}": (dataset, attribute) for dataset, attribute in plan},
+        range(1) if quick else range(10),
+        lambda dataset, attribute, split: _kamani_job(
+            dataset, attribute, split, data_home, unavailable
+        ),
+    )
 
 
 #: The disparity and loss claims: ``(method, name, (numerator, denominator, metric), test

@@ -82,7 +82,14 @@ import numpy as np
 from fairpca.datasets import make_mmd_synthetic1, make_mmd_synthetic2
 from fairpca.datasets._fetch import fetch_unpublished
 from fairpca.datasets._real import load_adult, load_compas, load_german_credit
-from fairpca.experiments._engine import Target, estimator, fit_models, record, setting_value
+from fairpca.experiments._engine import (
+    Target,
+    estimator,
+    fit_models,
+    record,
+    setting_value,
+    split_jobs,
+)
 from fairpca.experiments._split import (
     N_SPLITS,
     Split,
@@ -595,14 +602,11 @@ def _synthetic2_jobs(quick, data_home, unavailable):
     dims, splits, n_per_group = (
         ((20, 30), range(1), 60) if quick else (range(20, 101, 10), range(10), 240)
     )
-    return [
-        (
-            f"synthetic #2 p={p} split {split}",
-            lambda a=(p, split): _synthetic2_job(*a, n_per_group, unavailable),
-        )
-        for p in dims
-        for split in splits
-    ]
+    return split_jobs(
+        {f"synthetic #2 p={p}": (p,) for p in dims},
+        splits,
+        lambda p, split: _synthetic2_job(p, split, n_per_group, unavailable),
+    )
 
 
 def _synthetic2_checks(details):

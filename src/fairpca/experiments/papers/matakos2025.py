@@ -42,7 +42,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from fairpca._minmax_rounding import diagonal_captures
-from fairpca.experiments._engine import Target, estimator, fit_models, record
+from fairpca.experiments._engine import Target, estimator, fit_models, record, split_jobs
 from fairpca.experiments.papers.kamani import kamani
 from fairpca.moments import GroupMoments
 from fairpca.plotting import _figure
@@ -202,17 +202,13 @@ def _nested_job(dataset, attribute, split, rank, data_home, unavailable):
 
 def _nested_jobs(quick, data_home, unavailable):
     plan = [("default_credit", "marriage")] if quick else list(MATAKOS2025_DATASETS)
-    splits = range(1) if quick else range(10)
-    return [
-        (
-            f"{dataset}/{attribute} split {split}",
-            lambda a=(dataset, attribute, split): _nested_job(
-                *a, MATAKOS2025_RANK, data_home, unavailable
-            ),
-        )
-        for dataset, attribute in plan
-        for split in splits
-    ]
+    return split_jobs(
+        {f"{dataset}/{attribute}": (dataset, attribute) for dataset, attribute in plan},
+        range(1) if quick else range(10),
+        lambda dataset, attribute, split: _nested_job(
+            dataset, attribute, split, MATAKOS2025_RANK, data_home, unavailable
+        ),
+    )
 
 
 def _by_rank(details, dataset, method, metric):
