@@ -74,3 +74,17 @@ def claims_details(settings, values):
             for (m, st, mt, i), v in zip(settings, values, strict=True)
         ]
     )
+
+
+def assert_checks_computed(table, theorems, claims):
+    """Every check of a figure target measured: each theorem holds, each claim is judged.
+
+    ``table`` is the reproduction's table indexed by metric; a claim of the paper may
+    fail on our data, but its value must be a number.
+    """
+    assert set(table.index) == {*theorems, *claims}
+    for metric in theorems:
+        assert table.loc[metric, "status"] == "holds", table.loc[metric, "rule"]
+    for metric in claims:
+        assert table.loc[metric, "status"] in ("holds", "fails")
+        assert np.isfinite(table.loc[metric, "ours_mean"])

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from experiments_support import assert_checks_computed
 from sklearn.decomposition import PCA
 
 from fairpca import FairPLS, experiments
@@ -15,12 +16,8 @@ CLAIMS = ("accuracy_above_fair_pca", "dp_below_fair_pca", "dp_below_pls")
 def test_quick_run_computes_every_check_and_the_theorem_holds():
     quick = experiments.run("dediego2025-pls", quick=True)
     table = quick.table.set_index("metric")
-    assert set(table.index) == {*CLAIMS, "equal_group_means"}
+    assert_checks_computed(table, ("equal_group_means",), CLAIMS)
     assert set(table["dataset"]) == {"compas/d=2"}
-    assert table.loc["equal_group_means", "status"] == "holds"
-    for metric in CLAIMS:
-        assert table.loc[metric, "status"] in ("holds", "fails")
-        assert np.isfinite(table.loc[metric, "ours_mean"])
     details = quick.details
     assert set(details["method"]) == {"PCA", "MeanMatchingFairPCA", "PLS", "FairPLS"}
     accuracy = details[details["metric"] == "accuracy (test)"]["value"]
