@@ -253,13 +253,14 @@ def round_extreme_point(B, beta, d, U, lam):
     """
     # First the eigenvalues alone, the eigenvectors fixed (the LP of round_lp, from lam):
     # a step there moves a vector, not an s x s block, and leaves at most k fractional.
-    lam = _to_vertex(diagonal_captures(B, U), beta, d, np.clip(np.asarray(lam, float), 0.0, 1.0))
+    captures = diagonal_captures(B, U)
+    lam = _to_vertex(captures, beta, d, np.clip(np.asarray(lam, float), 0.0, 1.0))
     ones = lam >= 1 - _INTEGRALITY_TOL
     fractional = (lam > _INTEGRALITY_TOL) & ~ones
     V1, Q, lam_f = U[:, ones], U[:, fractional], lam[fractional]
     # Losses and captures in units of the largest entry, as in _to_vertex.
     scale = max(float(np.max(np.abs(np.trace(B, axis1=1, axis2=2)))), np.finfo(float).tiny)
-    fixed = (beta - diagonal_captures(B, V1).sum(axis=1)) / scale
+    fixed = (beta - captures[:, ones].sum(axis=1)) / scale
     C = Q.T @ B @ Q / scale
     n_ones = V1.shape[1]
     tight_margin = _TIGHT_TOL * max(1.0, d)
