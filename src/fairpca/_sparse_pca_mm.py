@@ -81,6 +81,7 @@ from scipy.optimize import minimize, minimize_scalar
 from sklearn.utils import Bunch
 
 from fairpca._linalg import top_eigh
+from fairpca._minmax_rounding import diagonal_captures
 
 __all__ = ["max_min_sparse_pca", "max_min_objective", "smoothed_count"]
 
@@ -107,11 +108,6 @@ def smoothed_count(U, eps=EPSILON):
     return float(np.log1p(U**2 / eps**2).sum() / np.log1p(1.0 / eps**2))
 
 
-def _captured(B, U):
-    """Each group's captured second moment ``tr(U^T B_a U)``, shape (k,)."""
-    return np.einsum("apd,pd->a", B @ U, U)
-
-
 def max_min_objective(B, U, rho, eps=EPSILON):
     """``F(U) = min_a tr(U^T B_a U) - rho Phi(U)``.
 
@@ -130,7 +126,8 @@ def max_min_objective(B, U, rho, eps=EPSILON):
     -------
     float
     """
-    value = float(_captured(B, U).min())
+    # Each group's captured second moment tr(U^T B_a U): the sum of its per-column captures.
+    value = float(diagonal_captures(B, U).sum(axis=1).min())
     return value - rho * smoothed_count(U, eps) if rho else value
 
 
