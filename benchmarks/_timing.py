@@ -1,6 +1,8 @@
-"""Timing helper shared by the benchmark scripts (imported as a sibling module)."""
+"""Timing helpers shared by the benchmark scripts (imported as a sibling module)."""
 
+import importlib.util
 import statistics
+import subprocess
 import time
 
 
@@ -31,3 +33,34 @@ def interleaved_medians(fits, repeat):
         for name, fit in fits.items():
             times[name].append(cpu_seconds(fit))
     return {name: statistics.median(values) for name, values in times.items()}
+
+
+def code_commit():
+    """Short commit of the ``fairpca`` code this process imports, for a figure's stamp.
+
+    Read from the package's own directory, not the working directory: a run with
+    ``PYTHONPATH`` pointing at another checkout is stamped with that checkout's
+    commit (see :func:`checkout_commit`).
+    """
+    spec = importlib.util.find_spec("fairpca")  # found, not imported
+    if spec is None or not spec.submodule_search_locations:
+        return "unknown"
+    return checkout_commit(spec.submodule_search_locations[0])
+
+
+def checkout_commit(directory):
+    """Short commit of the git checkout holding ``directory`` (``unknown`` outside git).
+
+    ``+changes`` marks uncommitted edits (or new files) under ``directory``.
+    """
+
+    def git(*args):
+        done = subprocess.run(
+            ["git", "-C", str(directory), *args], capture_output=True, text=True, check=False
+        )
+        return done.stdout.strip() if done.returncode == 0 else None
+
+    commit = git("rev-parse", "--short", "HEAD")
+    if not commit:
+        return "unknown"
+    return commit + ("+changes" if git("status", "--porcelain", "--", ".") else "")

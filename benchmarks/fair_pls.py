@@ -19,11 +19,11 @@ Usage::
 import argparse
 import os
 import statistics
-import subprocess
 import time
 import warnings
 
 import numpy as np
+from _timing import code_commit
 from sklearn.cross_decomposition import PLSRegression
 from sklearn.decomposition import PCA
 from threadpoolctl import threadpool_limits
@@ -62,11 +62,8 @@ def main():
         for _ in range(repeat):
             for name, fit in fits.items():
                 times[name].append(_cpu(fit))
-    commit = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
-    ).stdout.strip()
     print(f"n = {n}, p = {p}, d = {d}, 3 groups; {repeat} interleaved runs, one BLAS thread")
-    print(f"commit {commit or '?'}, load average {os.getloadavg()}")
+    print(f"commit {code_commit()}, load average {os.getloadavg()}")
     pls, pca = statistics.median(times["PLSRegression"]), statistics.median(times["PCA"])
     print(f"{'method':26s} {'median CPU s':>12s} {'/ PLSRegression':>16s} {'/ PCA':>8s}")
     for name, values in times.items():

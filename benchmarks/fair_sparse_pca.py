@@ -37,12 +37,11 @@ Usage::
 import argparse
 import itertools
 import os
-import subprocess
 import warnings
 
 import numpy as np
 import scipy.linalg
-from _timing import interleaved_medians
+from _timing import code_commit, interleaved_medians
 from sklearn.decomposition import PCA, SparsePCA
 from threadpoolctl import threadpool_limits
 
@@ -124,9 +123,6 @@ def main():
     args = parser.parse_args()
     n, p, trials = (20_000, 30, 20) if args.quick else (100_000, 50, 100)
     d, s = 2, 5
-    commit = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
-    ).stdout.strip()
     X, groups = make_gaussian_groups(n_samples=n, n_features=p, n_groups=3, random_state=args.seed)
     fits = {
         "PCA": lambda: PCA(n_components=d).fit(X),
@@ -148,7 +144,7 @@ def main():
         }
         sparse_pca.EXHAUSTIVE_SUPPORTS = budget
         mm_ratios, mm_sizes = max_min_optimality(8, trials, args.seed)
-    print(f"commit {commit}; load average {os.getloadavg()}; BLAS threads 1")
+    print(f"commit {code_commit()}; load average {os.getloadavg()}; BLAS threads 1")
     print(f"cost: n={n}, p={p}, d={d}, n_nonzero={s}, 3 groups, median of {args.repeat} CPU s")
     for name, value in medians.items():
         print(

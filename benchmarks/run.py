@@ -82,6 +82,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _timing import code_commit
 
 HERE = Path(__file__).resolve().parent
 SCRIPTS = (
@@ -723,16 +724,6 @@ def _run_targets(args):
         _targets(args, out)
 
 
-def _commit():
-    done = subprocess.run(
-        ["git", "-C", str(HERE), "rev-parse", "--short", "HEAD"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    return done.stdout.strip() or "unknown"
-
-
 def _targets(args, out):
     """Measure the targets named in ``args.targets`` (all by default); print each row at once."""
     start = time.perf_counter()
@@ -743,7 +734,7 @@ def _targets(args, out):
     emit("## Targets (issue 46)")
     emit()
     emit(
-        f"`python benchmarks/run.py {' '.join(sys.argv[1:])}` at {_commit()}, "
+        f"`python benchmarks/run.py {' '.join(sys.argv[1:])}` at {code_commit()}, "
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.cpu_count()} cores; "
         f"load average at start {_load()}. CPU seconds (`time.process_time`: every thread "
         "of the measuring process, so Dask's worker threads too) with BLAS on one thread, "

@@ -6,8 +6,11 @@ estimators or to the script that breaks a row shows here, not at the next
 full run. No timing is checked: only that every row is measured and printed.
 """
 
+import importlib
 import importlib.util
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -103,3 +106,38 @@ def test_tradeoff_run_is_stopped_at_its_cpu_limit(monkeypatch):
     row = {"target": "tradeoff", "case": "builtin", "goal": 20.0, "seconds": True, **stopped}
     line = module._target_line(row, "c")
     assert _cells(line)[5:7] == ["< 20 s", "MISS"]
+
+
+def test_figures_are_stamped_with_the_imported_code_commit(monkeypatch, tmp_path):
+    """The stamp follows the package's directory (a PYTHONPATH checkout), not the cwd."""
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    timing = importlib.import_module("_timing")
+    inside = tmp_path / "fairpca"
+    inside.mkdir()
+    assert timing.checkout_commit(inside) == "unknown"  # not in a git checkout
+
+    def git(*args):
+        return subprocess.run(
+            ["git", "-C", str(tmp_path), *args], capture_output=True, text=True, check=True
+        ).stdout.strip()
+
+    git("init", "-q")
+    (inside / "__init__.py").write_text("")
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "x")
+    head = git("rev-parse", "--short", "HEAD")
+    (tmp_path / "notes.md").write_text("edits outside the package")
+    assert timing.checkout_commit(inside) == head
+    (inside / "__init__.py").write_text("changed = True\n")
+    assert timing.checkout_commit(inside) == head + "+changes"
+    # Run from elsewhere with that checkout first on PYTHONPATH: stamped with its commit.
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(BENCHMARKS)])}
+    stamped = subprocess.run(
+        [sys.executable, "-c", "import _timing; print(_timing.code_commit())"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=BENCHMARKS,
+        env=env,
+    ).stdout.strip()
+    assert stamped == head + "+changes"
