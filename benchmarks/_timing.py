@@ -51,13 +51,17 @@ def code_commit():
 def checkout_commit(directory):
     """Short commit of the git checkout holding ``directory`` (``unknown`` outside git).
 
-    ``+changes`` marks uncommitted edits (or new files) under ``directory``.
+    ``+changes`` marks uncommitted edits (or new files) under ``directory``; without
+    git installed the answer is ``unknown`` too.
     """
 
     def git(*args):
-        done = subprocess.run(
-            ["git", "-C", str(directory), *args], capture_output=True, text=True, check=False
-        )
+        try:
+            done = subprocess.run(
+                ["git", "-C", str(directory), *args], capture_output=True, text=True, check=False
+            )
+        except OSError:  # no git on this machine
+            return None
         return done.stdout.strip() if done.returncode == 0 else None
 
     commit = git("rev-parse", "--short", "HEAD")
