@@ -18,24 +18,16 @@ Usage::
 
 import argparse
 import os
-import statistics
-import time
 import warnings
 
 import numpy as np
-from _timing import code_commit
+from _timing import code_commit, interleaved_medians
 from sklearn.cross_decomposition import PLSRegression
 from sklearn.decomposition import PCA
 from threadpoolctl import threadpool_limits
 
 from fairpca import FairPLS
 from fairpca.datasets import make_gaussian_groups
-
-
-def _cpu(fit):
-    start = time.process_time()
-    fit()
-    return time.process_time() - start
 
 
 def main():
@@ -56,18 +48,14 @@ def main():
         "PLSRegression": lambda: PLSRegression(n_components=d, scale=False).fit(X, y),
         "PCA": lambda: PCA(n_components=d).fit(X),
     }
-    times = {name: [] for name in fits}
     with threadpool_limits(limits=1), warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        for _ in range(repeat):
-            for name, fit in fits.items():
-                times[name].append(_cpu(fit))
+        medians = interleaved_medians(fits, repeat)
     print(f"n = {n}, p = {p}, d = {d}, 3 groups; {repeat} interleaved runs, one BLAS thread")
     print(f"commit {code_commit()}, load average {os.getloadavg()}")
-    pls, pca = statistics.median(times["PLSRegression"]), statistics.median(times["PCA"])
+    pls, pca = medians["PLSRegression"], medians["PCA"]
     print(f"{'method':26s} {'median CPU s':>12s} {'/ PLSRegression':>16s} {'/ PCA':>8s}")
-    for name, values in times.items():
-        median = statistics.median(values)
+    for name, median in medians.items():
         print(f"{name:26s} {median:12.3f} {median / pls:16.2f} {median / pca:8.2f}")
 
 

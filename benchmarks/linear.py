@@ -16,19 +16,13 @@ Usage::
 
 import argparse
 import statistics
-import time
 
+from _timing import cpu_seconds
 from sklearn.decomposition import PCA
 from threadpoolctl import threadpool_limits
 
 from fairpca import LinearErasure, MeanMatchingFairPCA
 from fairpca.datasets import make_gaussian_groups
-
-
-def cpu_seconds(fn):
-    start = time.process_time()
-    fn()
-    return time.process_time() - start
 
 
 def main():

@@ -28,21 +28,14 @@ Usage::
 """
 
 import argparse
-import statistics
-import time
 
 import numpy as np
+from _timing import interleaved_medians
 from sklearn.decomposition import PCA
 from threadpoolctl import threadpool_limits
 
 import fairpca
 from fairpca import GroupMoments
-
-
-def cpu_seconds(fn):
-    start = time.process_time()
-    fn()
-    return time.process_time() - start
 
 
 def measure(n, p, offset, repeat, seed):
@@ -56,13 +49,9 @@ def measure(n, p, offset, repeat, seed):
         "moments": lambda: GroupMoments.from_arrays(X, s),
         "one group": lambda: GroupMoments.from_arrays(X, None),
     }
-    times = {name: [] for name in calls}
     for call in calls.values():  # warm-up: first-touch and import costs
         call()
-    for _ in range(repeat):
-        for name, call in calls.items():
-            times[name].append(cpu_seconds(call))
-    return {name: statistics.median(t) for name, t in times.items()}
+    return interleaved_medians(calls, repeat)
 
 
 def main():
