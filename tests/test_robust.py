@@ -1,4 +1,3 @@
-import contextlib
 import logging
 import warnings
 
@@ -280,15 +279,6 @@ def test_batched_descent_equals_step_by_step_reference(parametrization, k, scale
             stopped[i, : n_stopped[i] + 1], history[i, : n_stopped[i] + 1], rtol=1e-12
         )
         assert np.all(np.isnan(stopped[i, n_stopped[i] + 1 :]))
-
-
-def test_blas_limit_skipped_only_for_small_products():
-    from threadpoolctl import threadpool_limits
-
-    # A default fit at p = 20 (21 starts, d = 5, two groups): below OpenBLAS's threshold.
-    assert isinstance(robust._single_blas_thread(np.zeros((21, 20, 5)), 2), contextlib.nullcontext)
-    with robust._single_blas_thread(np.zeros((21, 100, 5)), 2) as limiter:
-        assert isinstance(limiter, threadpool_limits)
 
 
 # ----------------------------------------------------------------------------- stopping early

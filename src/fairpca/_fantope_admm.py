@@ -63,6 +63,7 @@ References
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from dataclasses import dataclass
@@ -71,7 +72,7 @@ import numpy as np
 from scipy.linalg import eigh, lapack
 
 from fairpca._fantope_prox import _sym, _top_sum, fantope_projection, squared_spectral_prox
-from fairpca._linalg import top_eigh
+from fairpca._linalg import one_blas_thread, top_eigh
 
 __all__ = [
     "FantopeADMMResult",
@@ -97,6 +98,10 @@ _RHO_START = 0.1
 _RHO_IMBALANCE = 5.0
 #: Eigenvalues beyond the d-th looked at for a tie when the SDP has no constraints.
 _TIE_SEARCH = 8
+#: Size of ``S`` from which the iterations run BLAS on more than one thread: below it
+#: the eigendecompositions take as long on one, and on a busy machine the threads wait
+#: for each other at every call (``benchmarks/blas_threads.py``).
+_THREADED_FROM = 300
 #: Least seconds between two INFO lines on a solve's certificates.
 _PROGRESS_SECONDS = 5.0
 
@@ -449,6 +454,13 @@ def solve_fantope_admm(S, constraints, d, tol, max_iter, state=None):
         If no iterate could be made feasible within ``max_iter`` iterations
         (the constraints then may or may not be feasible).
     """
+    small = S.shape[0] < _THREADED_FROM
+    with one_blas_thread() if small else contextlib.nullcontext():
+        return _admm(S, constraints, d, tol, max_iter, state)
+
+
+def _admm(S, constraints, d, tol, max_iter, state):
+    """The loop of :func:`solve_fantope_admm` (same parameters and result)."""
     q = S.shape[0]
     splits = [family for family in constraints if family.active]
     hard = [family for family in splits if family.hard]

@@ -1,10 +1,12 @@
 """Dense linear-algebra helpers shared by the estimators and the metrics."""
 
+import functools
 from typing import NamedTuple
 
 import numpy as np
 from scipy.linalg import eigh, lapack
 from scipy.sparse.linalg import ArpackError, ArpackNoConvergence, eigsh
+from threadpoolctl import ThreadpoolController
 
 from fairpca._array_api import held_namespace, namespace_of
 
@@ -13,6 +15,7 @@ __all__ = [
     "block_power_iteration",
     "flip_signs",
     "full_eigh",
+    "one_blas_thread",
     "orthonormal_block",
     "power_block_width",
     "power_stop_message",
@@ -30,6 +33,23 @@ _LANCZOS_MIN = 400
 #: Up to this size a full decomposition is faster than LAPACK's subset driver (its
 #: fixed costs dominate), and calling ``dsyevd`` directly than through numpy's wrapper.
 _FULL_EIGH_MAX = 32
+
+
+@functools.cache
+def _blas_libraries():
+    """The BLAS libraries of this process, scanned once (``threadpool_limits`` rescans per call)."""
+    return ThreadpoolController()
+
+
+def one_blas_thread():
+    """Context in which BLAS runs on one thread, restoring the previous limits on exit.
+
+    For solvers' loops of small dense products and eigendecompositions: there
+    BLAS threads shorten no step, and on a busy machine they wait for each
+    other at every call. The libraries are scanned at the first call only, so
+    entering the context costs little next to one such step.
+    """
+    return _blas_libraries().limit(limits=1, user_api="blas")
 
 
 def full_eigh(matrix):

@@ -37,7 +37,6 @@ from typing import Literal
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
-from threadpoolctl import threadpool_limits
 
 from fairpca._base import FairPCABase, _check_target
 from fairpca._config import document_require_groups
@@ -50,7 +49,7 @@ from fairpca._kernels import (
     _subsample,
     _subsample_positions,
 )
-from fairpca._linalg import top_eigh
+from fairpca._linalg import one_blas_thread, top_eigh
 from fairpca._mmd_objective import _CachedObjective, _Penalty, check_exact_cost
 from fairpca._sparse import issparse
 from fairpca._validation import _plain, check_number, check_sensitive_features
@@ -749,7 +748,7 @@ class MMDFairPCA(FairPCABase):
         self._warn_small_groups(strata, tau)
         # Every product here is small or skinny (p x p eigenproblems, n x d projections,
         # tiles x k(1 + d)): BLAS threads only add synchronisation cost to them.
-        with threadpool_limits(limits=1, user_api="blas"):
+        with one_blas_thread():
             V, outcome, active_floor, relaxed = self._solve(
                 X, strata, bandwidth_rows, sigma, tau, seeds, d
             )

@@ -26,7 +26,6 @@ selection of ``alpha`` and ``lam`` is :func:`fairpca.experiments.robust_fair_pca
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import numbers
 from typing import Literal
@@ -35,11 +34,10 @@ import numpy as np
 from numpy.typing import ArrayLike
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
-from threadpoolctl import threadpool_limits
 
 from fairpca._base import FairPCABase
 from fairpca._config import document_require_groups
-from fairpca._linalg import top_eigh
+from fairpca._linalg import one_blas_thread, top_eigh
 from fairpca._robust_descent import _objective_and_gradient_rows, _Problem, _subgradient_descent
 from fairpca._validation import _plain, check_allocation, check_number
 from fairpca._warnings import warn
@@ -57,10 +55,6 @@ _PARAMETRIZATIONS = ("complement", "direct")
 
 #: Fewest steps over which a stalled best objective counts as converged.
 _MIN_CONVERGENCE_WINDOW = 10
-
-#: Multiply-adds of a matrix product below which OpenBLAS computes it on one thread
-#: (its GEMM threshold, 4 x 65536): see _single_blas_thread.
-_SINGLE_THREAD_PRODUCT_SIZE = 4 * 65536
 
 #: Stop runs that can no longer lower the returned objective (_robust_descent._hopeless).
 #: Private switch: False runs every start for all n_iter steps (the tests compare both).
@@ -84,22 +78,6 @@ def _check_descent_memory(n_restarts, n_iter, p, d, k, parametrization):
         "Lower n_restarts"
         + (" or use parametrization='direct'." if parametrization == "complement" else "."),
     )
-
-
-def _single_blas_thread(starts, n_groups):
-    """Context keeping BLAS on one thread during the descent from ``starts`` (R, p, r).
-
-    The iterations are batches of small products (restarts x p x d): BLAS threads only
-    add synchronisation to them, which on a busy machine makes the fit's time erratic.
-    Setting the limit has a fixed cost at its first use in a process (threadpoolctl
-    scans the loaded libraries), so it is skipped when the largest product of a step,
-    ``(R r x p) @ (p x k p)``, is below ``_SINGLE_THREAD_PRODUCT_SIZE`` multiply-adds,
-    which BLAS runs on one thread anyway.
-    """
-    R, p, r = starts.shape
-    if R * r * p * n_groups * p < _SINGLE_THREAD_PRODUCT_SIZE:
-        return contextlib.nullcontext()
-    return threadpool_limits(limits=1, user_api="blas")
 
 
 def _invalid_groups(problem, n_components):
@@ -498,7 +476,9 @@ class RobustFairPCA(FairPCABase):
         else:
             starts = _orthonormal_complement(np.concatenate([pca, random_V]))
 
-        with _single_blas_thread(starts, problem.n_groups):
+        # Batches of small products (restarts x p x d): BLAS threads only add
+        # synchronisation to them, which on a busy machine makes the fit's time erratic.
+        with one_blas_thread():
             points, values, history, n_steps = _subgradient_descent(
                 starts,
                 problem,
