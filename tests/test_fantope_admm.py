@@ -49,6 +49,71 @@ def test_fantope_projection_against_clarabel(seed, d):
     assert np.trace(ours) == pytest.approx(d)
 
 
+def _spectrum_matrix(kept, dropped, seed):
+    """A symmetric matrix with eigenvalues ``kept`` and ``dropped`` in a random basis."""
+    values = np.concatenate((dropped, kept))
+    basis, _ = np.linalg.qr(np.random.default_rng(seed).standard_normal((values.size,) * 2))
+    return (basis * values) @ basis.T
+
+
+@pytest.mark.parametrize(("q", "n_dropped"), [(9, 0), (9, 2), (60, 1), (60, 4)])
+def test_fantope_projection_from_bottom_is_the_projection(q, n_dropped):
+    rng = np.random.default_rng(q + n_dropped)
+    kept = rng.uniform(0.1, 0.9, q - n_dropped)  # within (theta, theta + 1) for |theta| < 0.1
+    d = int(round(kept.sum()))
+    A = _spectrum_matrix(kept, rng.uniform(-3.0, -1.0, n_dropped), seed=q)
+    X, dropped = admm.fantope_projection_from_bottom(A, d, n_dropped + 2)
+    assert dropped == n_dropped
+    W, values = admm.fantope_projection(A, d)
+    np.testing.assert_allclose(X, (W * values) @ W.T, atol=1e-12 * q)
+    if q < 10:  # and against the interior-point solution of the projection problem
+        P = cp.Variable((q, q), symmetric=True)
+        constraints = [P >> 0, np.eye(q) - P >> 0, cp.trace(P) == d]
+        cp.Problem(cp.Minimize(cp.sum_squares(P - A)), constraints).solve(solver="CLARABEL")
+        np.testing.assert_allclose(X, P.value, atol=1e-6)
+
+
+def test_fantope_projection_from_bottom_declines_what_it_cannot_certify():
+    rng = np.random.default_rng(0)
+    kept = rng.uniform(0.1, 0.9, 30)
+    d = int(round(kept.sum()))
+    # Three eigenvalues dropped, two computed: no shift is consistent with them.
+    A = _spectrum_matrix(kept, [-3.0, -2.0, -1.0], seed=1)
+    assert admm.fantope_projection_from_bottom(A, d, 2) == (None, 0)
+    assert admm.fantope_projection_from_bottom(A, d, 4)[1] == 3
+    # One eigenvalue above theta + 1 is clipped at 1: the Cholesky test refuses it.
+    spread = np.concatenate((kept[:-1], [5.0]))
+    A = _spectrum_matrix(spread, [-2.0], seed=2)
+    assert admm.fantope_projection_from_bottom(A, int(round(spread.sum())) - 4, 3) == (None, 0)
+
+
+def test_admm_from_the_bottom_eigenpairs_reaches_the_same_certified_optimum(monkeypatch):
+    # Groups with their own column scales and means (as benchmarks/run.py's scale grid),
+    # whose projections drop only a few eigenvalues.
+    rng = np.random.default_rng(0)
+    s = (rng.random(100_000) < 0.3).astype(int)
+    scales, means = rng.uniform(0.5, 2.0, size=(2, 40)), rng.normal(size=(2, 40))
+    X = rng.standard_normal((s.size, 40)) * scales[s] + means[s]
+    settings = {"n_components": 5, "solver": "ADMM", "tol": 1e-7}
+    calls = []
+    original = admm.fantope_projection_from_bottom
+
+    def counting(*args):
+        out = original(*args)
+        calls.append(out[0] is not None)
+        return out
+
+    monkeypatch.setattr(admm, "fantope_projection_from_bottom", counting)
+    bottom = ConvexFairPCA(**settings).fit(X, sensitive_features=s)
+    assert sum(calls) >= 10  # the route ran, and succeeded
+    monkeypatch.setattr(admm, "fantope_projection_from_bottom", lambda *args: (None, 0))
+    full = ConvexFairPCA(**settings).fit(X, sensitive_features=s)
+    for est in (bottom, full):
+        assert est.converged_ and est.duality_gap_ <= 1e-7 * abs(est.objective_)
+    # Both certified within tol of the same optimum.
+    assert bottom.objective_ == pytest.approx(full.objective_, rel=2e-7)
+
+
 @pytest.mark.parametrize(("shape", "weight"), [((5, 8), 0.3), ((8, 5), 2.0), ((6, 6), 50.0)])
 def test_squared_spectral_prox_against_clarabel(shape, weight):
     Y = np.random.default_rng(1).standard_normal(shape)

@@ -71,8 +71,15 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.linalg import eigh, lapack
 
-from fairpca._fantope_prox import _sym, _top_sum, fantope_projection, squared_spectral_prox
-from fairpca._linalg import one_blas_thread, top_eigh
+from fairpca._fantope_prox import (
+    _FULL_SHARE,
+    _sym,
+    _top_sum,
+    fantope_projection,
+    fantope_projection_from_bottom,
+    squared_spectral_prox,
+)
+from fairpca._linalg import _FULL_EIGH_MAX, one_blas_thread, top_eigh
 
 __all__ = [
     "FantopeADMMResult",
@@ -295,8 +302,8 @@ class _Layout:
 class _Decoded(_Iterates):
     """The iterates read off ``t``, with the Fantope eigenpairs of ``X`` and each prox's ``aux``."""
 
-    Xw: np.ndarray
-    Xv: np.ndarray
+    Xw: np.ndarray | None  # None where not asked for (_decode's factors)
+    Xv: np.ndarray | None
     aux: list  # per family, from its prox (e.g. ||V_k||_* of the LMI blocks)
 
     def scale_duals(self, factor, families):
@@ -312,17 +319,39 @@ class _Decoded(_Iterates):
         ]
 
 
-def _decode(layout, t, families, rho, d, ranks):
+def _project_fantope(T, d, ranks, factors):
+    """``X = Pi_F(T)``, with its eigenpairs ``(Xw, Xv)`` if ``factors`` (else None, None).
+
+    Where the last projection dropped few eigenvalues (at most ``_FULL_SHARE`` of
+    over ``_FULL_EIGH_MAX``) and clipped none at 1, the next is tried from the smallest eigenpairs
+    (:func:`fantope_projection_from_bottom`) unless the eigenpairs are wanted;
+    otherwise, or if that fails, from the largest (:func:`fantope_projection`).
+    ``ranks`` (updated in place) carries both routes' eigenpair counts.
+    """
+    if not factors and ranks["dropped"] is not None:
+        X, dropped = fantope_projection_from_bottom(T, d, ranks["dropped"] + 2)
+        if X is not None:
+            ranks["dropped"] = dropped
+            return X, None, None
+    Xw, Xv = fantope_projection(T, d, ranks["fantope"])
+    ranks["fantope"] = Xv.size + d + 2
+    q = T.shape[0]
+    # Up to _FULL_EIGH_MAX rows the full decomposition costs as little.
+    few = q > _FULL_EIGH_MAX and q - Xv.size + 2 <= _FULL_SHARE * q and Xv[0] < 1.0
+    ranks["dropped"] = q - Xv.size if few else None
+    return (Xw * Xv) @ Xw.T, Xw, Xv
+
+
+def _decode(layout, t, families, rho, d, ranks, factors=True):
     """The iterates of ``t``: the projections of its blocks and the residues (scaled duals).
 
     ``X = Pi_F(T)`` (Fantope), ``Z_f = prox_{h_f / rho}(T_f)``; ``U = T - X``
-    and so on. ``ranks`` (updated in place) carries the eigenpair count of the
-    Fantope projection and each family's hint to try first.
+    and so on. ``ranks`` (updated in place) carries the eigenpair counts of the
+    Fantope projection and each family's hint to try first; ``factors`` asks
+    for the eigenpairs of ``X`` (``Xw, Xv``, else None).
     """
     T, blocks = layout.unpack(t)
-    Xw, Xv = fantope_projection(T, d, ranks["fantope"])
-    ranks["fantope"] = Xv.size + d + 2
-    X = (Xw * Xv) @ Xw.T
+    X, Xw, Xv = _project_fantope(T, d, ranks, factors)
     Z, V, aux = [], [], []
     for i, (family, parts) in enumerate(zip(families, blocks, strict=True)):
         z, extra, ranks["hints"][i] = family.prox(parts, rho, ranks["hints"][i])
@@ -512,7 +541,7 @@ def _admm(S, constraints, d, tol, max_iter, state):
     parts, rho = _first_iterates(S, splits, d, state)
     layout = _Layout([part.shape for part in parts], [len(family.shapes()) for family in splits])
     t = layout.pack(parts)
-    ranks = {"fantope": 2 * d + 2, "hints": [None] * len(splits)}
+    ranks = {"fantope": 2 * d + 2, "dropped": None, "hints": [None] * len(splits)}
     fits = 2 * _ANDERSON_MEMORY * t.nbytes <= _ANDERSON_MAX_BYTES
     anderson = _Anderson(_ANDERSON_MEMORY, t.size) if fits else None
     progress = _Progress()
@@ -521,8 +550,8 @@ def _admm(S, constraints, d, tol, max_iter, state):
     previous = None  # iterates of the last iteration, for the dual residual
     n_iter = 0
     for n_iter in range(1, max_iter + 1):
-        it = _decode(layout, t, splits, rho, d, ranks)
         check = n_iter % _CHECK_EVERY == 0 or n_iter == max_iter
+        it = _decode(layout, t, splits, rho, d, ranks, factors=check)
         if check:
             # Certificate: a feasible point's objective against the Lagrangian bound.
             point = _feasible_point(hard, it.Xw, it.Xv)

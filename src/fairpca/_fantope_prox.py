@@ -13,10 +13,11 @@ References
 """
 
 import numpy as np
+from scipy.linalg import lapack
 
 from fairpca._linalg import full_eigh, top_eigh
 
-__all__ = ["fantope_projection", "squared_spectral_prox"]
+__all__ = ["fantope_projection", "fantope_projection_from_bottom", "squared_spectral_prox"]
 
 #: Share of the spectrum above which a full eigendecomposition is cheaper than a subset
 #: (LAPACK's subset driver, bisection and inverse iteration, already costs as much as a
@@ -109,6 +110,67 @@ def fantope_projection(A, d, rank=None):
     values = np.minimum(np.maximum(a - theta, 0.0), 1.0)
     keep = values > 0
     return W[:, keep], values[keep]
+
+
+def fantope_projection_from_bottom(A, d, n_low):
+    r"""The Fantope projection of ``A`` from its smallest eigenpairs, when they suffice.
+
+    When at most ``n_low - 1`` eigenvalues of ``A`` fall to ``theta`` or below and
+    none rises above ``theta + 1``, the projection keeps all other eigenpairs,
+    shifted by ``-theta``:
+
+    .. math::
+
+        \Pi_{\mathcal F_d}(A) = A - \theta I - \sum_{i \le j} (a_i - \theta) w_i w_i^T,
+        \qquad \theta = \frac{\mathrm{tr} A - \sum_{i \le j} a_i - d}{q - j},
+
+    with ``a_1 <= ... <= a_j <= theta < a_{j+1}`` the ``j`` eigenvalues dropped.
+    Only the ``n_low`` smallest eigenpairs are computed (LAPACK's ``dsyevr``);
+    ``theta`` follows from the trace, and a Cholesky factorisation of
+    ``(theta + 1) I - A`` certifies that no eigenvalue exceeds ``theta + 1``.
+    Where the projection keeps most of the spectrum this costs a fraction of
+    the full decomposition of :func:`fantope_projection`.
+
+    Parameters
+    ----------
+    A : ndarray of shape (q, q)
+        Symmetric matrix (lower triangle read).
+    d : int
+        Trace of the projection, ``d < q``.
+    n_low : int
+        How many of the smallest eigenpairs to compute, ``1 <= n_low < q``.
+
+    Returns
+    -------
+    X : ndarray of shape (q, q) or None
+        The projection, or None where the conditions above fail (more
+        eigenvalues dropped, or one clipped at 1): then use
+        :func:`fantope_projection`.
+    n_dropped : int
+        ``j``, the eigenvalues dropped (0 with None).
+    """
+    q = A.shape[0]
+    a, W, _, _, info = lapack.dsyevr(A, compute_v=1, range="I", il=1, iu=n_low, lower=1)
+    if info != 0:
+        return None, 0
+    a, W = a[:n_low], W[:, :n_low]
+    # theta if the j smallest are dropped (j = 0, ..., n_low - 1), valid when it lies
+    # in [a_j, a_{j+1}); the eigenvalues not computed are at least a[-1].
+    dropped_sums = np.concatenate(([0.0], np.cumsum(a[:-1])))
+    thetas = (np.trace(A) - dropped_sums - d) / (q - np.arange(n_low))
+    below = np.concatenate(([-np.inf], a[:-1]))
+    valid = np.flatnonzero((below <= thetas) & (thetas < a))
+    if not valid.size:
+        return None, 0
+    j = int(valid[0])
+    theta = float(thetas[j])
+    shifted = -A
+    shifted.flat[:: q + 1] += theta + 1.0
+    if lapack.dpotrf(shifted, lower=1, clean=0, overwrite_a=1)[1] != 0:
+        return None, 0  # an eigenvalue at or above theta + 1: clipped at 1
+    X = A - (W[:, :j] * (a[:j] - theta)) @ W[:, :j].T
+    X.flat[:: q + 1] -= theta
+    return X, j
 
 
 def _clip_level(sigma, weight):
