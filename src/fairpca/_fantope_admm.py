@@ -105,9 +105,10 @@ _RHO_START = 0.1
 _RHO_IMBALANCE = 5.0
 #: Eigenvalues beyond the d-th looked at for a tie when the SDP has no constraints.
 _TIE_SEARCH = 8
-#: Size of ``S`` from which the iterations run BLAS on more than one thread: below it
-#: the eigendecompositions take as long on one, and on a busy machine the threads wait
-#: for each other at every call (``benchmarks/blas_threads.py``).
+#: Size of ``S`` from which the iterations run BLAS on its threads. Below it they run on
+#: one: on an idle machine the eigendecompositions then take up to about a third
+#: longer, and on a busy one threads wait for each other at every call and take two to
+#: three times longer (``benchmarks/blas_threads.py``).
 _THREADED_FROM = 300
 #: Least seconds between two INFO lines on a solve's certificates.
 _PROGRESS_SECONDS = 5.0
