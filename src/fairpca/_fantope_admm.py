@@ -323,8 +323,9 @@ class _Decoded(_Iterates):
 def _project_fantope(T, d, ranks, factors):
     """``X = Pi_F(T)``, with its eigenpairs ``(Xw, Xv)`` if ``factors`` (else None, None).
 
-    Where the last projection dropped few eigenvalues (at most ``_FULL_SHARE`` of
-    over ``_FULL_EIGH_MAX``) and clipped none at 1, the next is tried from the smallest eigenpairs
+    Where the last projection of a matrix over ``_FULL_EIGH_MAX`` rows dropped few
+    eigenvalues (with two more, at most ``_FULL_SHARE`` of them) and clipped none
+    at 1, the next is tried from the smallest eigenpairs
     (:func:`fantope_projection_from_bottom`) unless the eigenpairs are wanted;
     otherwise, or if that fails, from the largest (:func:`fantope_projection`).
     ``ranks`` (updated in place) carries both routes' eigenpair counts.

@@ -44,10 +44,10 @@ def _blas_libraries():
 def one_blas_thread():
     """Context in which BLAS runs on one thread, restoring the previous limits on exit.
 
-    For solvers' loops of small dense products and eigendecompositions: there
-    BLAS threads shorten no step, and on a busy machine they wait for each
-    other at every call. The libraries are scanned at the first call only, so
-    entering the context costs little next to one such step.
+    For solvers' loops of small dense products and eigendecompositions, where
+    BLAS threads save little and, on a busy machine, wait for each other at
+    every call. The libraries are scanned at the first call only, so entering
+    the context costs little next to one such step.
     """
     return _blas_libraries().limit(limits=1, user_api="blas")
 
