@@ -17,6 +17,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 import fairpca._fantope_admm as admm
 import fairpca._fantope_feasible as feasible
+import fairpca._fantope_prox as prox
 import fairpca._fantope_subspaces as subspaces
 import fairpca.convex as convex
 from fairpca import ConvexFairPCA
@@ -73,6 +74,28 @@ def test_fantope_projection_from_bottom_is_the_projection(q, n_dropped):
         np.testing.assert_allclose(X, P.value, atol=1e-6)
 
 
+def test_bottom_route_size_stays_where_the_route_pays():
+    share = int(prox._FULL_SHARE * 100)
+    assert prox.bottom_route_size(100, 0) == 2
+    assert prox.bottom_route_size(100, share - 2) == share
+    assert prox.bottom_route_size(100, share - 1) is None  # a full decomposition, then
+    assert prox.bottom_route_size(prox._FULL_EIGH_MAX, 0) is None  # as cheap in full
+
+
+def test_admm_projection_leaves_the_bottom_route_once_it_drops_too_many():
+    # Nine of 100 eigenvalues dropped from eleven computed: right, but the next
+    # projection is cheaper in full, so no bottom route is scheduled.
+    rng = np.random.default_rng(3)
+    kept = rng.uniform(0.1, 0.9, 91)
+    d = int(round(kept.sum()))
+    T = _spectrum_matrix(kept, rng.uniform(-3.0, -1.0, 9), seed=4)
+    ranks = {"fantope": 2 * d + 2, "low": 11}
+    X, Xw, Xv = admm._project_fantope(T, d, ranks, factors=False)
+    assert Xw is None and ranks["low"] is None
+    W, values = admm.fantope_projection(T, d)
+    np.testing.assert_allclose(X, (W * values) @ W.T, atol=1e-10)
+
+
 def test_fantope_projection_from_bottom_declines_what_it_cannot_certify():
     rng = np.random.default_rng(0)
     kept = rng.uniform(0.1, 0.9, 30)
@@ -98,14 +121,15 @@ def test_admm_from_the_bottom_eigenpairs_reaches_the_same_certified_optimum(monk
     calls = []
     original = admm.fantope_projection_from_bottom
 
-    def counting(*args):
-        out = original(*args)
-        calls.append(out[0] is not None)
+    def counting(T, d, n_low):
+        out = original(T, d, n_low)
+        calls.append((out[0] is not None, n_low / T.shape[0]))
         return out
 
     monkeypatch.setattr(admm, "fantope_projection_from_bottom", counting)
     bottom = ConvexFairPCA(**settings).fit(X, sensitive_features=s)
-    assert sum(calls) >= 10  # the route ran, and succeeded
+    assert sum(ok for ok, _ in calls) >= 10  # the route ran, and succeeded
+    assert max(share for _, share in calls) <= prox._FULL_SHARE  # only where it pays
     monkeypatch.setattr(admm, "fantope_projection_from_bottom", lambda *args: (None, 0))
     full = ConvexFairPCA(**settings).fit(X, sensitive_features=s)
     for est in (bottom, full):

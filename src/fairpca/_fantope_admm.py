@@ -72,14 +72,14 @@ import numpy as np
 from scipy.linalg import eigh, lapack
 
 from fairpca._fantope_prox import (
-    _FULL_SHARE,
     _sym,
     _top_sum,
+    bottom_route_size,
     fantope_projection,
     fantope_projection_from_bottom,
     squared_spectral_prox,
 )
-from fairpca._linalg import _FULL_EIGH_MAX, one_blas_thread, top_eigh
+from fairpca._linalg import one_blas_thread, top_eigh
 
 __all__ = [
     "FantopeADMMResult",
@@ -323,28 +323,25 @@ class _Decoded(_Iterates):
 def _project_fantope(T, d, ranks, factors):
     """``X = Pi_F(T)``, with its eigenpairs ``(Xw, Xv)`` if ``factors`` (else None, None).
 
-    Where the last projection of a matrix over ``_FULL_EIGH_MAX`` rows dropped few
-    eigenvalues (with two more, at most ``_FULL_SHARE`` of them) and clipped none
-    at 1, the next is tried from the smallest eigenpairs
+    Where the last projection dropped few eigenvalues and clipped none at 1
+    (:func:`bottom_route_size`), the next is tried from the smallest eigenpairs
     (:func:`fantope_projection_from_bottom`) unless the eigenpairs are wanted;
     otherwise, or if that fails, from the largest (:func:`fantope_projection`).
     ``ranks`` (updated in place) carries both routes' eigenpair counts.
     """
-    if not factors and ranks["dropped"] is not None:
-        X, dropped = fantope_projection_from_bottom(T, d, ranks["dropped"] + 2)
+    q = T.shape[0]
+    if not factors and ranks["low"] is not None:
+        X, dropped = fantope_projection_from_bottom(T, d, ranks["low"])
         if X is not None:
-            ranks["dropped"] = dropped
+            ranks["low"] = bottom_route_size(q, dropped)
             return X, None, None
     Xw, Xv = fantope_projection(T, d, ranks["fantope"])
     ranks["fantope"] = Xv.size + d + 2
-    q = T.shape[0]
-    # Up to _FULL_EIGH_MAX rows the full decomposition costs as little.
-    few = q > _FULL_EIGH_MAX and q - Xv.size + 2 <= _FULL_SHARE * q and Xv[0] < 1.0
-    ranks["dropped"] = q - Xv.size if few else None
+    ranks["low"] = bottom_route_size(q, q - Xv.size) if Xv[0] < 1.0 else None
     return (Xw * Xv) @ Xw.T, Xw, Xv
 
 
-def _decode(layout, t, families, rho, d, ranks, factors=True):
+def _decode(layout, t, families, rho, d, ranks, factors):
     """The iterates of ``t``: the projections of its blocks and the residues (scaled duals).
 
     ``X = Pi_F(T)`` (Fantope), ``Z_f = prox_{h_f / rho}(T_f)``; ``U = T - X``
@@ -543,7 +540,7 @@ def _admm(S, constraints, d, tol, max_iter, state):
     parts, rho = _first_iterates(S, splits, d, state)
     layout = _Layout([part.shape for part in parts], [len(family.shapes()) for family in splits])
     t = layout.pack(parts)
-    ranks = {"fantope": 2 * d + 2, "dropped": None, "hints": [None] * len(splits)}
+    ranks = {"fantope": 2 * d + 2, "low": None, "hints": [None] * len(splits)}
     fits = 2 * _ANDERSON_MEMORY * t.nbytes <= _ANDERSON_MAX_BYTES
     anderson = _Anderson(_ANDERSON_MEMORY, t.size) if fits else None
     progress = _Progress()

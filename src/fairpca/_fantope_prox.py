@@ -15,9 +15,14 @@ References
 import numpy as np
 from scipy.linalg import lapack
 
-from fairpca._linalg import full_eigh, top_eigh
+from fairpca._linalg import _FULL_EIGH_MAX, full_eigh, top_eigh
 
-__all__ = ["fantope_projection", "fantope_projection_from_bottom", "squared_spectral_prox"]
+__all__ = [
+    "bottom_route_size",
+    "fantope_projection",
+    "fantope_projection_from_bottom",
+    "squared_spectral_prox",
+]
 
 #: Share of the spectrum above which a full eigendecomposition is cheaper than a subset
 #: (LAPACK's subset driver, bisection and inverse iteration, already costs as much as a
@@ -171,6 +176,19 @@ def fantope_projection_from_bottom(A, d, n_low):
     X = A - (W[:, :j] * (a[:j] - theta)) @ W[:, :j].T
     X.flat[:: q + 1] -= theta
     return X, j
+
+
+def bottom_route_size(q, n_dropped):
+    """The ``n_low`` of the next :func:`fantope_projection_from_bottom`, or None.
+
+    After a projection of a ``q x q`` matrix that dropped ``n_dropped``
+    eigenvalues: two more eigenpairs than were dropped, so that one more can be;
+    None where that route does not pay: beyond ``_FULL_SHARE`` of the spectrum
+    (a full decomposition costs as much) or up to ``_FULL_EIGH_MAX`` rows (where
+    it costs as little).
+    """
+    n_low = n_dropped + 2
+    return n_low if q > _FULL_EIGH_MAX and n_low <= _FULL_SHARE * q else None
 
 
 def _clip_level(sigma, weight):
