@@ -23,16 +23,31 @@ def cpu_seconds(fn):
     return time.process_time() - start
 
 
-def interleaved_medians(fits, repeat):
-    """Median CPU seconds of each of ``fits`` (name -> callable), run in turn ``repeat`` times.
+def wall_and_cpu_seconds(fn):
+    """Wall-clock and CPU seconds (all threads of this process) of one call of ``fn``."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    fn()
+    return time.perf_counter() - wall, time.process_time() - cpu
+
+
+def interleaved_medians(fits, repeat, timer=cpu_seconds):
+    """Median time of each of ``fits`` (name -> callable), run in turn ``repeat`` times.
 
     Interleaving spreads a change in the machine's load over every fit alike.
+    ``timer`` times one call (default CPU seconds); where it returns a tuple,
+    as :func:`wall_and_cpu_seconds` does, each entry gets its own median.
     """
     times = {name: [] for name in fits}
     for _ in range(repeat):
         for name, fit in fits.items():
-            times[name].append(cpu_seconds(fit))
-    return {name: statistics.median(values) for name, values in times.items()}
+            times[name].append(timer(fit))
+    return {name: _median(values) for name, values in times.items()}
+
+
+def _median(values):
+    if isinstance(values[0], tuple):
+        return tuple(statistics.median(entry) for entry in zip(*values, strict=True))
+    return statistics.median(values)
 
 
 def code_commit():

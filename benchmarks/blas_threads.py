@@ -24,14 +24,12 @@ import argparse
 import contextlib
 import functools
 import os
-import statistics
 import subprocess
 import sys
-import time
 
 import numpy as np
 import scipy.linalg  # noqa: F401  (loaded before the limits are set: it has its own BLAS)
-from _timing import code_commit
+from _timing import code_commit, interleaved_medians, wall_and_cpu_seconds
 from run import _memory_data
 
 import fairpca
@@ -39,35 +37,26 @@ from fairpca import _fantope_admm, robust
 from fairpca._linalg import one_blas_thread
 
 
-def _timed(fn):
-    """(wall, CPU) seconds of one call."""
-    wall, cpu = time.perf_counter(), time.process_time()
-    fn()
-    return time.perf_counter() - wall, time.process_time() - cpu
-
-
 def _medians(cases, rounds):
-    """Median (wall, CPU) per call of each case, rounds interleaved.
+    """Median (wall, CPU) seconds per call of each case, rounds interleaved.
 
     ``cases``: name -> (callable, calls per timing, context the calls run in).
     """
-    runs = {name: [] for name in cases}
-    for fn, _, context in cases.values():
+
+    def timing(fn, calls, context):
         with context():
-            fn()  # warm-up
-    for _ in range(rounds):
-        for name, (fn, calls, context) in cases.items():
+            for _ in range(calls):
+                fn()
 
-            def timing(fn=fn, calls=calls, context=context):
-                with context():
-                    for _ in range(calls):
-                        fn()
-
-            wall, cpu = _timed(timing)
-            runs[name].append((wall / calls, cpu / calls))
+    for fn, _, context in cases.values():
+        timing(fn, 1, context)  # warm-up
+    medians = interleaved_medians(
+        {name: functools.partial(timing, *case) for name, case in cases.items()},
+        rounds,
+        timer=wall_and_cpu_seconds,
+    )
     return {
-        name: tuple(statistics.median(r[i] for r in values) for i in range(2))
-        for name, values in runs.items()
+        name: tuple(seconds / cases[name][1] for seconds in pair) for name, pair in medians.items()
     }
 
 

@@ -144,3 +144,21 @@ def test_figures_are_stamped_with_the_imported_code_commit(monkeypatch, tmp_path
         env=env,
     ).stdout.strip()
     assert stamped == head + "+changes"
+
+
+def test_interleaved_medians_take_each_entry_of_a_tuple_timer(monkeypatch):
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    timing = importlib.import_module("_timing")
+    order = []
+    readings = iter([(1.0, 9.0), (5.0, 1.0), (3.0, 4.0), (2.0, 2.0), (4.0, 3.0), (6.0, 0.0)])
+
+    def timer(fit):
+        fit()
+        return next(readings)
+
+    fits = {"a": lambda: order.append("a"), "b": lambda: order.append("b")}
+    medians = timing.interleaved_medians(fits, 3, timer=timer)
+    assert order == ["a", "b"] * 3  # interleaved rounds
+    assert medians == {"a": (3.0, 4.0), "b": (5.0, 1.0)}  # per entry, not per pair
+    plain = timing.interleaved_medians(fits, 3, timer=lambda fit: fit() or len(order))
+    assert plain == {"a": 9, "b": 10}
