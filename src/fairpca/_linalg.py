@@ -47,7 +47,9 @@ def one_blas_thread():
     For solvers' loops of small dense products and eigendecompositions, where
     BLAS threads save little and, on a busy machine, wait for each other at
     every call. The libraries are scanned at the first call only, so entering
-    the context costs little next to one such step.
+    the context costs little next to one such step. That scan sees NumPy's and
+    SciPy's BLAS, loaded by this module's imports, which are the ones these
+    loops call; a library loaded later (torch's, a solver's own) is not limited.
     """
     return _blas_libraries().limit(limits=1, user_api="blas")
 
