@@ -28,7 +28,6 @@ import subprocess
 import sys
 
 import numpy as np
-import scipy.linalg  # noqa: F401  (loaded before the limits are set: it has its own BLAS)
 from _timing import code_commit, interleaved_medians, wall_and_cpu_seconds
 from run import _memory_data
 
